@@ -1,0 +1,128 @@
+"""gputensor: a PyTorch-shaped tensor runtime (Numba on the CPU, CuPy RawKernels on NVIDIA GPUs).
+
+The init sequence follows torch/__init__.py: dtypes, layouts and devices; storage classes and
+the copy-function table; backends and legacy tensor types; the op namespace; submodules.
+Kernels compile lazily on first use, so importing compiles nothing.
+"""
+
+from __future__ import annotations
+
+# 1. dtype registry ------------------------------------------------------------------------------
+from gputensor import _dtype
+from gputensor._dtype import (
+    bfloat16,
+    can_cast,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    double,
+    dtype,
+    finfo,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    iinfo,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from gputensor._dtype import bool as bool  # noqa: A004 - PyTorch's public name
+from gputensor._dtype import float as float  # noqa: A004
+from gputensor._dtype import int as int  # noqa: A004
+
+# 2. layouts and devices -------------------------------------------------------------------------
+from gputensor._layout import layout, sparse_coo, strided
+from gputensor._device import device, get_default_device, set_default_device
+from gputensor._size import Size
+
+# 3-4. storages and the copy-function table ------------------------------------------------------
+from gputensor.storage.untyped import UntypedStorage
+from gputensor.storage.typed import STORAGE_TYPES, TypedStorage
+
+globals().update({cls.__name__: cls for (_dt, _dev), cls in STORAGE_TYPES.items()
+                  if _dev == "cpu"})
+
+# 5. backends, kernels and legacy tensor types ---------------------------------------------------
+from gputensor.kernels import registry as _registry
+from gputensor.kernels.cpu import elementwise as _cpu_elementwise  # noqa: F401 (registers)
+from gputensor.kernels.cpu import indexing as _cpu_indexing  # noqa: F401
+from gputensor._tensor import Tensor
+from gputensor._legacy import types_in as _types_in
+
+globals().update(_types_in("gputensor"))
+
+# 6. the op namespace: every registered op becomes gt.<name> ------------------------------------
+from gputensor import _ops
+from gputensor._ops import public_ops as _public_ops
+from gputensor._ops._core import broadcast_shapes
+from gputensor._ops._core import result_type as _result_type
+from gputensor._tensor_str import get_printoptions, printoptions, set_printoptions
+
+globals().update(_public_ops())
+
+
+def result_type(tensor1: object, tensor2: object) -> dtype:
+    """The dtype an op over these two tensors/scalars would produce (PyTorch's rules)."""
+    return _result_type(tensor1, tensor2)
+
+
+def is_tensor(obj: object) -> builtins_bool:
+    return isinstance(obj, Tensor)
+
+
+def is_storage(obj: object) -> builtins_bool:
+    return isinstance(obj, TypedStorage | UntypedStorage)
+
+
+def is_floating_point(input: Tensor) -> builtins_bool:
+    return input.is_floating_point()
+
+
+def is_complex(input: Tensor) -> builtins_bool:
+    return input.is_complex()
+
+
+def numel(input: Tensor) -> builtins_int:
+    return input.numel()
+
+
+builtins_bool = type(True)
+builtins_int = type(1)
+
+# 7. submodules in dependency order ---------------------------------------------------------------
+from gputensor import autograd, cuda, sparse  # noqa: E402
+from gputensor.autograd import (  # noqa: E402
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+
+_HANDWRITTEN = [
+    "dtype", "finfo", "iinfo", "promote_types", "result_type", "can_cast", "get_default_dtype",
+    "set_default_dtype", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+    "float32", "float64", "complex64", "complex128", "bool", "float", "double", "half", "long",
+    "int", "short", "cfloat", "cdouble", "layout", "strided", "sparse_coo", "device",
+    "get_default_device", "set_default_device", "Size", "Tensor", "TypedStorage",
+    "UntypedStorage", "broadcast_shapes", "is_tensor", "is_storage", "is_floating_point",
+    "is_complex", "numel", "set_printoptions", "get_printoptions", "printoptions", "autograd",
+    "cuda", "sparse", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
+    "is_grad_enabled", "is_inference_mode_enabled",
+]
+_HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
+_HANDWRITTEN += list(_types_in("gputensor"))
+# Computed like the seed's _VariableFunctions loop: hand-written names plus every public op.
+__all__ = sorted(set(_HANDWRITTEN) | set(_public_ops()))
+
+del _dtype

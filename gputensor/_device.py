@@ -1,0 +1,80 @@
+"""gt.device and the default device."""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEVICE_TYPES = ("cpu", "cuda")
+
+
+class device:
+    """A device: a type ('cpu' or 'cuda') and an optional index, like torch.device."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type_or_str: Any, index: int | None = None) -> None:
+        if isinstance(type_or_str, device):
+            type_, index = type_or_str.type, type_or_str.index if index is None else index
+        elif isinstance(type_or_str, int) and not isinstance(type_or_str, bool):
+            type_, index = "cuda", type_or_str
+        elif isinstance(type_or_str, str):
+            type_, _, idx = type_or_str.partition(":")
+            if idx:
+                if index is not None:
+                    raise RuntimeError(f"device string {type_or_str!r} already has an index")
+                if not idx.isdigit():
+                    raise RuntimeError(f"invalid device string: {type_or_str!r}")
+                index = int(idx)
+        else:
+            raise TypeError(f"device() expects a string, int or device, got {type(type_or_str)}")
+        if type_ not in DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start "
+                               f"of device string: {type_or_str!r}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"device index must be non-negative, got {index}")
+        if type_ == "cpu" and index not in (None, 0):
+            raise RuntimeError(f"CPU device index must be 0 or None, got {index}")
+        self.type = type_
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self) -> tuple:
+        return (device, (self.type, self.index))
+
+
+CPU = device("cpu")
+_default_device: device = CPU
+
+
+def to_device(value: Any) -> device:
+    """Normalise a device argument; a bare 'cuda' means the current CUDA device (index 0)."""
+    if value is None:
+        return _default_device
+    d = value if isinstance(value, device) else device(value)
+    if d.type == "cpu":
+        return CPU
+    return d if d.index is not None else device("cuda", 0)
+
+
+def get_default_device() -> device:
+    return _default_device
+
+
+def set_default_device(value: Any) -> None:
+    global _default_device
+    _default_device = CPU if value is None else to_device(value)

@@ -1,0 +1,97 @@
+"""The op namespace: imports every op declaration, then installs Tensor methods and operators.
+
+Each module declares its ops into the registry (gputensor.kernels.registry.OPS); nothing here
+names individual ops except the Python operator protocol, which maps dunder methods to ops.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputensor._tensor import Tensor
+from gputensor.kernels.registry import OPS
+
+from . import (  # noqa: F401  (imported for their declarations)
+    composite,
+    copying,
+    creation,
+    elementwise,
+    indexing,
+    views,
+)
+
+
+def _install_methods() -> None:
+    for op in OPS.values():
+        if op.name.startswith("_"):
+            continue
+        names = (op.name, *op.aliases)
+        if op.method:
+            for n in names:
+                if n not in Tensor.__dict__:
+                    setattr(Tensor, n, op.frontend)
+        inplace = op.extra.get("inplace_fn")
+        if op.inplace and inplace is not None:
+            for n in names:
+                if n + "_" not in Tensor.__dict__:
+                    setattr(Tensor, n + "_", inplace)
+
+
+def _binary(name: str, reflected: bool = False) -> Any:
+    fn = OPS[name].frontend
+    if reflected:
+        def method(self: Tensor, other: Any) -> Tensor:
+            return fn(other, self)
+    else:
+        def method(self: Tensor, other: Any) -> Tensor:
+            return fn(self, other)
+    return method
+
+
+def _inplace(name: str) -> Any:
+    fn = OPS[name].extra["inplace_fn"] if name in OPS and "inplace_fn" in OPS[name].extra \
+        else getattr(Tensor, name + "_")
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        return fn(self, other)
+    return method
+
+
+_OPERATORS = {
+    "add": "add", "sub": "sub", "mul": "mul", "truediv": "true_divide",
+    "floordiv": "floor_divide", "mod": "remainder", "pow": "pow", "and": "bitwise_and",
+    "or": "bitwise_or", "xor": "bitwise_xor", "lshift": "bitwise_left_shift",
+    "rshift": "bitwise_right_shift",
+}
+_COMPARISONS = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+
+def _install_operators() -> None:
+    for dunder, name in _OPERATORS.items():
+        setattr(Tensor, f"__{dunder}__", _binary(name))
+        setattr(Tensor, f"__r{dunder}__", _binary(name, reflected=True))
+        setattr(Tensor, f"__i{dunder}__", _inplace(name))
+    for dunder, name in _COMPARISONS.items():
+        setattr(Tensor, f"__{dunder}__", _binary(name))
+    Tensor.__neg__ = OPS["neg"].frontend
+    Tensor.__pos__ = lambda self: self
+    Tensor.__abs__ = OPS["abs"].frontend
+    Tensor.__invert__ = OPS["bitwise_not"].frontend
+    if "matmul" in OPS:
+        Tensor.__matmul__ = _binary("matmul")
+        Tensor.__rmatmul__ = _binary("matmul", reflected=True)
+    Tensor.__hash__ = lambda self: id(self)
+
+
+_install_methods()
+_install_operators()
+
+
+def public_ops() -> dict[str, Any]:
+    """Every public op and alias by name, for the gputensor namespace and __all__."""
+    out = {}
+    for op in OPS.values():
+        if not op.name.startswith("_"):
+            for n in (op.name, *op.aliases):
+                out[n] = op.frontend
+    return out

@@ -1,0 +1,139 @@
+"""Shared machinery for op frontends: declaring ops, broadcasting, promotion, device checks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._device import device as Device
+from gputensor._device import get_default_device, to_device
+from gputensor._tensor import Tensor, contiguous_strides
+from gputensor.kernels.registry import BACKENDS, OpDef, declare
+from gputensor.storage.allocator import driver_for
+from gputensor.storage.untyped import UntypedStorage
+
+Number = int | float | complex | bool
+
+
+def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
+       aliases: tuple[str, ...] = (), cost: Callable | None = None, **extra: Any) -> Callable:
+    """Declare a non-elementwise op whose frontend is the decorated function."""
+    def deco(fn: Callable) -> Callable:
+        declare(OpDef(name=name or fn.__name__, frontend=fn, method=method, inplace=inplace,
+                      aliases=aliases, cost=cost, doc=fn.__doc__ or "", extra=extra))
+        return fn
+    return deco
+
+
+def kernel(t: Tensor, op_name: str) -> Callable:
+    """The kernel for ``op_name`` on the backend serving ``t``'s device and layout."""
+    return BACKENDS[t._storage.device.type, t.layout.name].kernel(op_name)
+
+
+# -- allocation ------------------------------------------------------------------------------
+def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
+    if dev.type == "cpu":
+        return Tensor._from_np(np.empty(shape, dtype.np_dtype))
+    nbytes = math.prod(shape) * dtype.itemsize
+    buf = driver_for(dev.type).alloc(nbytes, dev.index)
+    return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),
+                        contiguous_strides(shape), 0)
+
+
+def resolve_device(device: Any) -> Device:
+    return get_default_device() if device is None else to_device(device)
+
+
+# -- broadcasting ------------------------------------------------------------------------------
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        for i, n in enumerate(s, ndim - len(s)):
+            if n == out[i] or n == 1:
+                continue
+            if out[i] == 1:
+                out[i] = n
+                continue
+            raise RuntimeError(
+                "shape mismatch: " + ", ".join(str(list(x)) for x in shapes)
+                + f" cannot be broadcast together (dimension {i - ndim} has sizes {out[i]} "
+                  f"and {n})")
+    return tuple(out)
+
+
+def expand_strides(t: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Strides of ``t`` broadcast to ``shape`` (0 on broadcast dims)."""
+    lead = len(shape) - len(t._shape)
+    strides = [0] * lead
+    for n, (size, st) in enumerate(zip(t._shape, t._stride, strict=True)):
+        strides.append(st if size == shape[lead + n] else 0)
+    return tuple(strides)
+
+
+# -- promotion -------------------------------------------------------------------------------
+def result_type(*operands: Any) -> D.dtype:
+    """PyTorch's result_type over tensors and Python scalars."""
+    dims, zeros, scalars = [], [], []
+    for x in operands:
+        if isinstance(x, Tensor):
+            (dims if x._shape else zeros).append(x._dtype)
+        elif x is not None:
+            scalars.append(D.scalar_dtype(x))
+    return D.result_type_of(dims, zeros, scalars)
+
+
+def common_device(*tensors: Any, op_name: str) -> Device:
+    dev = None
+    for t in tensors:
+        if isinstance(t, Tensor):
+            # 0-dim CPU tensors may join CUDA ops as scalars, like in PyTorch.
+            if dev is None or (dev.type == "cpu" and not dev_is_scalar_ok(t)):
+                dev = t.device if dev is None or t.device != dev else dev
+            elif t.device != dev and not (t.is_cpu and t.dim() == 0):
+                raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                                   f"least two devices, {dev} and {t.device}! (in {op_name})")
+    return dev or get_default_device()
+
+
+def dev_is_scalar_ok(t: Tensor) -> bool:
+    return False
+
+
+def to_tensor_arg(x: Any, dtype: D.dtype, dev: Device) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    from gputensor._ops.creation import scalar_tensor
+    return scalar_tensor(x, dtype, dev)
+
+
+def check_out(out: Tensor, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
+              op_name: str) -> None:
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op_name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != dev:
+        raise RuntimeError(f"{op_name}(): out is on {out.device} but the inputs are on {dev}")
+    if not D.can_cast(dtype, out.dtype):
+        raise RuntimeError(f"result type {dtype.legacy_name} can't be cast to the desired output "
+                           f"type {out.dtype.legacy_name}")
+    if tuple(out._shape) != tuple(shape):
+        if out.numel() != 0:
+            raise RuntimeError(f"{op_name}(): out has shape {list(out._shape)} but the result "
+                               f"has shape {list(shape)}")
+        out.resize_(shape)
+
+
+def as_index_list(dims: Any, ndim: int) -> list[int]:
+    if dims is None:
+        return list(range(ndim))
+    if isinstance(dims, int | np.integer):
+        dims = [dims]
+    from gputensor._tensor import normalize_dim
+    out = [normalize_dim(d, ndim) for d in dims]
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    return out

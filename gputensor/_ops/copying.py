@@ -1,0 +1,58 @@
+"""Copies and conversions: contiguous, clone, copy_, to(dtype/device) via the copy table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputensor import _dtype as D
+from gputensor._device import device as Device
+from gputensor._tensor import Tensor
+from gputensor.storage.copy_table import copy_storage
+
+from ._core import broadcast_shapes, empty, kernel, op
+
+
+def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
+    """A contiguous copy of ``t`` with dtype ``dt`` on ``dev``, through the copy table."""
+    src = t.contiguous()
+    out = empty(src._shape, dt, dev)
+    copy_storage(out.storage(), src.storage(), count=src.numel(), src_offset=src._offset)
+    out._storage._version = 0
+    return out
+
+
+def strided_copy(dst: Tensor, src: Tensor) -> None:
+    """Same-device copy into a (possibly strided) ``dst``, casting to its dtype."""
+    kernel(dst, "_copy")(dst, [src], (), dst._dtype)
+
+
+@op(method=True)
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
+    """A copy of ``input`` with its own storage."""
+    out = empty(input._shape, input._dtype, input.device)
+    strided_copy(out, input)
+    return out
+
+
+def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
+    return self if self.is_contiguous() else clone(self)
+
+
+def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
+    """Copy ``src`` (broadcast to this shape) into this tensor, across devices and dtypes."""
+    if not isinstance(src, Tensor):
+        from .creation import scalar_tensor
+        src = scalar_tensor(src, self._dtype, self.device)
+    shape = broadcast_shapes(self._shape, src._shape)
+    if shape != self._shape:
+        raise RuntimeError(f"copy_: the source of shape {list(src._shape)} can't be broadcast "
+                           f"to the destination shape {list(self._shape)}")
+    if src.device != self.device:
+        src = convert(src, src._dtype, self.device)
+    strided_copy(self, src)
+    self._storage._version += 1
+    return self
+
+
+Tensor.contiguous = contiguous
+Tensor.copy_ = copy_

@@ -1,0 +1,250 @@
+"""Tensor creation: gt.tensor, from_numpy, zeros/ones/full/empty, ranges, eye, *_like."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._device import CPU
+from gputensor._device import device as Device
+from gputensor._tensor import Tensor, parse_size
+from gputensor.storage.untyped import UntypedStorage
+
+from ._core import empty as alloc
+from ._core import op, resolve_device
+from .copying import convert
+
+
+def _dtype_or_default(dtype: Any) -> D.dtype:
+    return D.get_default_dtype() if dtype is None else D.to_dtype(dtype)
+
+
+def _finish(t: Tensor, requires_grad: bool) -> Tensor:
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
+    """A new tensor on ``dev`` holding ``arr`` cast to ``dt``."""
+    if dev.type == "cpu":
+        return Tensor._from_np(np.array(arr, dtype=dt.np_dtype, order="C", copy=True))
+    return convert(Tensor._from_np(np.ascontiguousarray(arr)), dt, dev)
+
+
+def _infer_from_python(data: Any) -> np.ndarray:
+    try:
+        with np.errstate(all="ignore"):
+            arr = np.asarray(data)
+    except ValueError as e:
+        raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+    if arr.dtype == object or arr.dtype.kind in "USMm":
+        raise TypeError(f"can't build a tensor from data of type {arr.dtype} "
+                        f"(first element: {arr.reshape(-1)[:1].tolist()})")
+    if not isinstance(data, np.ndarray | np.generic | Tensor):
+        # Python floats take the default dtype; Python complex its complex twin.
+        if arr.dtype == np.float64:
+            arr = arr.astype(D.get_default_dtype().np_dtype)
+        elif arr.dtype == np.complex128:
+            arr = arr.astype(D.get_default_dtype().to_complex().np_dtype)
+        elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
+            arr = arr.astype(np.int64)
+    return arr
+
+
+@op(method=False)
+def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+           pin_memory: bool = False) -> Tensor:
+    """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
+    if isinstance(data, Tensor):
+        data = data.detach().cpu()._host
+    arr = _infer_from_python(data)
+    dt = D.from_numpy_dtype(arr.dtype) if dtype is None else D.to_dtype(dtype)
+    return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
+
+
+@op(method=False)
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    """Like tensor(), but shares memory with a tensor or a NumPy array when it can."""
+    if isinstance(data, Tensor):
+        return data.to(device=device, dtype=dtype)
+    if isinstance(data, np.ndarray) and (device is None or resolve_device(device).type == "cpu"):
+        t = from_numpy(data)
+        return t if dtype is None else t.to(dtype)
+    return tensor(data, dtype=dtype, device=device)
+
+
+class _ArrayExtent:
+    """Exposes the bytes spanned by a (possibly strided) array as one flat uint8 buffer."""
+
+    def __init__(self, arr: np.ndarray, nbytes: int) -> None:
+        self._arr = arr  # keeps the memory alive
+        self.__array_interface__ = {"data": (arr.ctypes.data, not arr.flags.writeable),
+                                    "shape": (nbytes,), "typestr": "|u1", "version": 3}
+
+
+@op(method=False)
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with ``ndarray`` (no copy)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = D.from_numpy_dtype(ndarray.dtype)
+    isz = ndarray.itemsize
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array with array.copy().)")
+    if any(s % isz for s in ndarray.strides):
+        raise ValueError(f"given numpy array strides {ndarray.strides} are not a multiple of the "
+                         f"element byte size {isz}; copy the numpy array to reallocate memory")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order")
+    shape = ndarray.shape
+    strides = tuple(s // isz for s in ndarray.strides)
+    if ndarray.flags.c_contiguous:
+        t = Tensor._make(UntypedStorage._wrap(ndarray, CPU), dt, shape, strides, 0)
+        t._np, t._np_buf = ndarray, ndarray
+        return t
+    extent = 0 if 0 in shape else sum((n - 1) * s for n, s in zip(shape, ndarray.strides,
+                                                                  strict=True)) + isz
+    buf = np.asarray(_ArrayExtent(ndarray, extent))
+    return Tensor._make(UntypedStorage._wrap(buf, CPU), dt, shape, strides, 0)
+
+
+def scalar_tensor(value: Any, dtype: D.dtype | None = None, device: Any = None) -> Tensor:
+    dt = D.scalar_dtype(value) if dtype is None else dtype
+    return _host_to(np.asarray(value), dt, resolve_device(device))
+
+
+def _filled(size: tuple, value: Any, dtype: Any, device: Any, requires_grad: bool,
+            out: Tensor | None = None) -> Tensor:
+    dt = _dtype_or_default(dtype)
+    dev = resolve_device(device)
+    t = alloc(parse_size(size), dt, dev) if out is None else out.resize_(parse_size(size))
+    t.fill_(value)
+    t._storage._version = 0
+    return _finish(t, requires_grad)
+
+
+@op(method=False)
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          out: Tensor | None = None, layout: Any = None) -> Tensor:
+    return _filled(size, 0, dtype, device, requires_grad, out)
+
+
+@op(method=False)
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         out: Tensor | None = None, layout: Any = None) -> Tensor:
+    return _filled(size, 1, dtype, device, requires_grad, out)
+
+
+@op(method=False)
+def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    if dtype is None:
+        dtype = D.scalar_dtype(fill_value.item() if isinstance(fill_value, Tensor)
+                               else fill_value)
+    return _filled((size,) if isinstance(size, int) else size, fill_value, dtype, device,
+                   requires_grad, out)
+
+
+@op(method=False)
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          out: Tensor | None = None, layout: Any = None, pin_memory: bool = False,
+          memory_format: Any = None) -> Tensor:
+    if out is not None:
+        return out.resize_(parse_size(size))
+    return _finish(alloc(parse_size(size), _dtype_or_default(dtype), resolve_device(device)),
+                   requires_grad)
+
+
+def _like(name: str, fill: Any) -> None:
+    def fn(input: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False, layout: Any = None, memory_format: Any = None) -> Tensor:
+        dt = input.dtype if dtype is None else dtype
+        dev = input.device if device is None else device
+        if fill is None:
+            return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
+        value = args[0] if fill == "arg" else fill
+        return _filled(input.shape, value, dt, dev, requires_grad)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name}(input): a new tensor shaped like ``input``."
+    op(name, method=False)(fn)
+
+
+for _name, _fill in (("zeros_like", 0), ("ones_like", 1), ("empty_like", None),
+                     ("full_like", "arg")):
+    _like(_name, _fill)
+
+
+@op(method=False)
+def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64."""
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    if vals[2] == 0:
+        raise RuntimeError("arange: step must be nonzero")
+    if (vals[1] - vals[0]) / vals[2] < 0:
+        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+                           f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
+    if dtype is None:
+        is_float = any(isinstance(v, float) for v in vals)
+        dtype = D.get_default_dtype() if is_float else D.int64
+    dt = D.to_dtype(dtype)
+    n = math.ceil((vals[1] - vals[0]) / vals[2])
+    # Computed in float64/int64 like PyTorch's CPU kernel, then cast.
+    arr = vals[0] + np.arange(n, dtype=np.float64 if dt.category >= D.FLOATING else np.int64) \
+        * vals[2]
+    t = _host_to(arr, dt, resolve_device(device))
+    return _finish(t if out is None else out.resize_(t.shape).copy_(t), requires_grad)
+
+
+@op(method=False)
+def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
+    dt = _dtype_or_default(dtype)
+    arr = np.linspace(float(start), float(end), steps, dtype=np.float64)
+    return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
+
+
+@op(method=False)
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
+             device: Any = None, requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
+    dt = _dtype_or_default(dtype)
+    arr = np.logspace(float(start), float(end), steps, base=base, dtype=np.float64)
+    return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
+
+
+@op(method=False)
+def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
+        requires_grad: bool = False) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise RuntimeError(f"eye: n and m must be non-negative, got n={n}, m={m}")
+    dt = _dtype_or_default(dtype)
+    return _finish(_host_to(np.eye(n, m), dt, resolve_device(device)), requires_grad)
+
+
+def legacy_construct(dt: D.dtype, device: Any, args: tuple) -> Tensor:
+    """gt.FloatTensor(2, 3) -> uninitialised; gt.FloatTensor([1, 2]) -> data; () -> empty."""
+    dev = resolve_device(device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0].to(dtype=dt, device=dev)
+    if len(args) == 1 and not isinstance(args[0], int | np.integer):
+        return tensor(args[0], dtype=dt, device=dev)
+    return alloc(parse_size(args) if args else (0,), dt, dev)
+
+
+def _rebuild_tensor(storage: Any, offset: int, shape: tuple, stride: tuple,
+                    requires_grad: bool) -> Tensor:
+    t = Tensor._make(storage._untyped, storage.dtype, tuple(shape), tuple(stride), offset)
+    t._requires_grad = requires_grad
+    return t

@@ -1,0 +1,188 @@
+"""Tensor.__getitem__/__setitem__: basic indices give views; tensor/list/mask indices dispatch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor
+
+from ._core import broadcast_shapes, kernel, op
+
+
+def _as_index_tensor(idx: Any, device: Any) -> Tensor:
+    from .creation import tensor
+    t = idx if isinstance(idx, Tensor) else tensor(idx, device=device)
+    if t.dtype.category > D.INTEGRAL:
+        raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got "
+                         f"{t.dtype}")
+    if t.dtype is D.uint8:
+        t = t.bool()
+    return t if t.device == device else t.to(device)
+
+
+def _normalize(index: Any) -> tuple:
+    if not isinstance(index, tuple):
+        index = (index,)
+    return index
+
+
+def _consumed_dims(item: Any) -> int:
+    if item is None or item is Ellipsis or isinstance(item, bool):
+        return 0
+    if isinstance(item, Tensor) and item.dtype in (D.bool, D.uint8):
+        return max(item.dim(), 1) if item.dim() else 0
+    if isinstance(item, np.ndarray) and item.dtype == np.bool_:
+        return item.ndim
+    return 1
+
+
+def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
+    """Apply the basic part of ``index``; return the view and the advanced indices aligned to it."""
+    items = _normalize(index)
+    n_ellipsis = sum(1 for it in items if it is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_consumed_dims(it) for it in items)
+    if used > self.dim():
+        raise IndexError(f"too many indices for tensor of dimension {self.dim()}")
+    shape, stride = [], []
+    offset = self._offset
+    adv: list[Any] = []
+    dim = 0
+    for it in items:
+        if it is Ellipsis:
+            for _ in range(self.dim() - used):
+                shape.append(self._shape[dim])
+                stride.append(self._stride[dim])
+                adv.append(None)
+                dim += 1
+        elif it is None:
+            shape.append(1)
+            stride.append(0)
+            adv.append(None)
+        elif isinstance(it, bool | np.bool_):
+            # x[True] adds a dim of size 1; x[False] one of size 0.
+            shape.append(1 if it else 0)
+            stride.append(0)
+            adv.append(None)
+        elif isinstance(it, int | np.integer):
+            size = self._shape[dim]
+            i = int(it)
+            if not -size <= i < size:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            offset += (i % size) * self._stride[dim]
+            dim += 1
+        elif isinstance(it, slice):
+            size = self._shape[dim]
+            if it.step is not None and int(it.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, step = slice(*(None if v is None else int(v) for v in
+                                        (it.start, it.stop, it.step))).indices(size)
+            length = max(0, (stop - start + step - 1) // step)
+            if length:
+                offset += start * self._stride[dim]
+            shape.append(length)
+            stride.append(self._stride[dim] * step)
+            adv.append(None)
+            dim += 1
+        else:
+            t = _as_index_tensor(it, self.device)
+            if t.dtype is D.bool:
+                k = t.dim()
+                if k == 0:
+                    shape.append(1 if t.item() else 0)
+                    stride.append(0)
+                    adv.append(None)
+                    continue
+                mask_shape = self._shape[dim:dim + k]
+                if tuple(t._shape) != tuple(mask_shape):
+                    raise IndexError(f"The shape of the mask {list(t._shape)} at index {dim} "
+                                     f"does not match the shape of the indexed tensor "
+                                     f"{list(mask_shape)} at index {dim}")
+                from .shape import nonzero
+                nz = nonzero(t)
+                for j in range(k):
+                    shape.append(self._shape[dim])
+                    stride.append(self._stride[dim])
+                    adv.append(nz[:, j])
+                    dim += 1
+            else:
+                shape.append(self._shape[dim])
+                stride.append(self._stride[dim])
+                adv.append(t)
+                dim += 1
+    while dim < self.dim():
+        shape.append(self._shape[dim])
+        stride.append(self._stride[dim])
+        adv.append(None)
+        dim += 1
+    base = self._view(tuple(shape), tuple(stride), offset)
+    return base, adv
+
+
+def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
+    """Out-of-range indices raise before any kernel touches memory."""
+    tensors = [t for t in adv if t is not None]
+    broadcast_shapes(*(t._shape for t in tensors))
+    for d, t in enumerate(adv):
+        if t is None or t.numel() == 0:
+            continue
+        size = base._shape[d]
+        lo, hi = t.min().item(), t.max().item()
+        if lo < -size or hi >= size:
+            bad = hi if hi >= size else lo
+            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    return adv
+
+
+def getitem(self: Tensor, index: Any) -> Tensor:
+    if isinstance(index, int) and not isinstance(index, bool) and self.dim():
+        from .views import select
+        return select(self, 0, index)
+    base, adv = _resolve(self, index)
+    if all(a is None for a in adv):
+        return base
+    return kernel(base, "_index")(base, _check_bounds(base, adv))
+
+
+def setitem(self: Tensor, index: Any, value: Any) -> None:
+    base, adv = _resolve(self, index)
+    if all(a is None for a in adv):
+        base.copy_(value)
+        return
+    _index_put(base, _check_bounds(base, adv), value, accumulate=False)
+
+
+def _index_put(base: Tensor, adv: list[Any], value: Any, accumulate: bool) -> None:
+    from .creation import scalar_tensor
+    if not isinstance(value, Tensor):
+        value = scalar_tensor(value, base.dtype, base.device)
+    elif value.device != base.device and not (value.dim() == 0 and value.is_cpu):
+        raise RuntimeError(f"index_put_: value is on {value.device} but the tensor is on "
+                           f"{base.device}")
+    kernel(base, "_index_put")(base, adv, value, accumulate)
+    base._storage._version += 1
+
+
+@op(inplace=False)
+def index_put_(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    """input[indices] = values (or += with accumulate=True, duplicates summed)."""
+    if not isinstance(indices, tuple | list):
+        raise TypeError(f"index_put_(): indices must be a tuple of tensors, got "
+                        f"{type(indices).__name__}")
+    base, adv = _resolve(input, tuple(indices))
+    _index_put(base, _check_bounds(base, adv), values, accumulate)
+    return input
+
+
+@op(inplace=False)
+def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    return index_put_(input.clone(), indices, values, accumulate)
+
+
+Tensor.__getitem__ = getitem
+Tensor.__setitem__ = setitem

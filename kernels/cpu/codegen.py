@@ -1,0 +1,49 @@
+"""Turn generated kernel source into importable, disk-cached Numba modules.
+
+Numba's ``cache=True`` needs a real source file, so generated kernels are written once to
+the user cache directory (keyed by a hash of their text) and imported from there. Nothing is
+compiled until a kernel is first called.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from types import ModuleType
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GPUTENSOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")), "gputensor")
+    path = Path(root) / "numba_kernels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_MODULES: dict[str, ModuleType] = {}
+
+
+def load_module(prefix: str, source: str) -> ModuleType:
+    """Import ``source`` as a module from a content-addressed file in the cache directory."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    name = f"_gputensor_gen_{prefix}_{digest}"
+    mod = _MODULES.get(name)
+    if mod is not None:
+        return mod
+    path = cache_dir() / f"{name}.py"
+    if not path.exists():
+        # Write-then-rename so concurrent processes never import a half-written file.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    _MODULES[name] = mod
+    return mod

@@ -1,0 +1,134 @@
+"""CPU elementwise kernels generated from each op's one expression.
+
+For an op and a pattern of operands (array or scalar), two kinds of Numba kernel are generated:
+a flat 1-D loop for the contiguous, same-shape case (parallel above a size threshold), and an
+N-d nested loop over broadcast, strided views after adjacent dims are merged. NumPy views of
+the tensors are passed straight in (no copies) unless an operand's dtype differs from the
+compute dtype, or the dtype is one Numba cannot compute in (float16/bfloat16 compute in float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor
+from gputensor.kernels.registry import CPU, OpDef
+
+from .codegen import load_module
+
+PARALLEL_THRESHOLD = 1 << 17
+INPUT_NAMES = ("a", "b", "c")
+# Numba cannot compute in these; kernels run in float32 and the result is cast back.
+_NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float32)}
+
+
+def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bool) -> str:
+    """Source of one kernel: pattern[i] says whether input i is an array (else a scalar)."""
+    names = INPUT_NAMES[:op.arity]
+    args = ["out"] + [n.upper() if arr else n for n, arr in zip(names, pattern, strict=True)]
+    args += list(op.params)
+    idx = ", ".join(f"i{k}" for k in range(ndim)) if ndim else "0"
+    lines = [
+        "import numpy as np",
+        "from numba import njit, prange",
+        "from gputensor.kernels.cpu.scalar_fns import *  # noqa: F403",
+        "",
+        f"@njit(cache=True, parallel={parallel}, error_model='numpy')",
+        f"def kernel({', '.join(args)}):",
+    ]
+    indent = "    "
+    for k in range(ndim):
+        rng = "prange" if (k == 0 and parallel) else "range"
+        lines.append(f"{indent}for i{k} in {rng}(out.shape[{k}]):")
+        indent += "    "
+    for n, arr in zip(names, pattern, strict=True):
+        if arr:
+            lines.append(f"{indent}{n} = {n.upper()}[{idx}]")
+    lines.append(f"{indent}out[{idx}] = {op.expr}")
+    return "\n".join(lines) + "\n"
+
+
+def _merge_dims(shape: tuple[int, ...], strides: list[tuple[int, ...]]
+                ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Merge adjacent dims that are contiguous with each other in every operand."""
+    if not shape:
+        return shape, strides
+    out_shape = [shape[0]]
+    out_strides = [[s[0]] for s in strides]
+    for d in range(1, len(shape)):
+        if all(s[d] * shape[d] == os_[-1] for s, os_ in zip(strides, out_strides, strict=True)):
+            out_shape[-1] *= shape[d]
+            for s, os_ in zip(strides, out_strides, strict=True):
+                os_[-1] = s[d]
+        else:
+            out_shape.append(shape[d])
+            for s, os_ in zip(strides, out_strides, strict=True):
+                os_.append(s[d])
+    return tuple(out_shape), [tuple(s) for s in out_strides]
+
+
+def make_kernel(op: OpDef) -> Callable[..., None]:
+    cache: dict[tuple, Callable] = {}
+
+    def get(pattern: tuple[bool, ...], ndim: int, parallel: bool) -> Callable:
+        key = (pattern, ndim, parallel)
+        fn = cache.get(key)
+        if fn is None:
+            src = _kernel_source(op, pattern, ndim, parallel)
+            fn = cache[key] = load_module(f"ew_{op.name}", src).kernel
+        return fn
+
+    def run(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype) -> None:
+        cdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
+        o = out._host
+        # Numba cannot store float16/bfloat16: compute into a float32 buffer and cast back.
+        target = np.empty(o.shape, np.float32) if out.dtype in _NUMBA_COMPUTE else o
+        params = tuple(cdt.type(p) for p in params)
+        shape = o.shape
+        n = o.size
+        operands = []
+        pattern = []
+        flat = o.flags.c_contiguous
+        for x in inputs:
+            if isinstance(x, Tensor):
+                a = x._host
+                if a.size == 1 and n != 1:
+                    operands.append(cdt.type(a.reshape(-1)[0]))  # broadcast scalar
+                    pattern.append(False)
+                    continue
+                if a.dtype != cdt:
+                    a = a.astype(cdt)
+                flat = flat and a.shape == shape and a.flags.c_contiguous
+                operands.append(a)
+                pattern.append(True)
+            else:
+                operands.append(cdt.type(x))
+                pattern.append(False)
+        pattern = tuple(pattern)
+        if n == 0:
+            return
+        if flat:
+            fn = get(pattern, 1, n >= PARALLEL_THRESHOLD)
+            args = [a.reshape(-1) if p else a for a, p in zip(operands, pattern, strict=True)]
+            fn(target.reshape(-1), *args, *params)
+        else:
+            arrays = [np.broadcast_to(a, shape) for a, p in zip(operands, pattern, strict=True)
+                      if p]
+            mshape, mstrides = _merge_dims(shape, [target.strides] + [a.strides for a in arrays])
+            views = [np.lib.stride_tricks.as_strided(a, mshape, st)
+                     for a, st in zip([target] + arrays, mstrides, strict=True)]
+            it = iter(views[1:])
+            args = [next(it) if p else a for a, p in zip(operands, pattern, strict=True)]
+            fn = get(pattern, len(mshape), n >= PARALLEL_THRESHOLD)
+            fn(views[0], *args, *params)
+        if target is not o:
+            o[...] = target
+
+    return run
+
+
+CPU.elementwise_factory = make_kernel

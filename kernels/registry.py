@@ -1,0 +1,99 @@
+"""The op registry and the backend registry.
+
+An op is declared once (``OpDef``): its name, the Python frontend that checks arguments and
+dispatches, the elementwise expression when it has one, the dtype rule, a cost model for the
+profiler and a slot for its derivative. Backends (CPU, CUDA, SparseCPU, SparseCUDA) are keyed by
+(device type, layout); each registers kernels by op name, and a backend with an elementwise
+code generator compiles every elementwise op from its one expression on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    frontend: Callable[..., Any]
+    # Elementwise ops: one scalar expression over inputs a, b, c and named scalar params,
+    # rendered to Numba on the CPU and to CUDA C by the CUDA backend.
+    expr: str | None = None
+    arity: int = 1
+    params: tuple[str, ...] = ()
+    dtype_rule: str = "promote"
+    method: bool = True          # exposed as Tensor.<name>
+    inplace: bool = False        # Tensor.<name>_ exists
+    cost: Callable[..., tuple[int, int]] | None = None  # (bytes moved, flops) for the profiler
+    derivative: Any = None       # filled by the autograd declarations
+    aliases: tuple[str, ...] = ()
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def declare(op: OpDef) -> OpDef:
+    if op.name in OPS:
+        raise RuntimeError(f"op {op.name!r} is declared twice")
+    OPS[op.name] = op
+    return op
+
+
+class Backend:
+    """A (device type, layout) pair's kernel table."""
+
+    def __init__(self, name: str, device_type: str, layout_name: str) -> None:
+        self.name = name
+        self.device_type = device_type
+        self.layout_name = layout_name
+        self.kernels: dict[str, Callable[..., Any]] = {}
+        # Called as factory(opdef) -> kernel for elementwise ops without an explicit kernel.
+        self.elementwise_factory: Callable[[OpDef], Callable[..., Any]] | None = None
+
+    def register(self, op_name: str) -> Callable:
+        def deco(fn: Callable) -> Callable:
+            self.kernels[op_name] = fn
+            return fn
+        return deco
+
+    def kernel(self, op_name: str) -> Callable[..., Any]:
+        k = self.kernels.get(op_name)
+        if k is not None:
+            return k
+        op = OPS.get(op_name)
+        if op is not None and op.expr is not None and self.elementwise_factory is not None:
+            k = self.kernels[op_name] = self.elementwise_factory(op)
+            return k
+        raise RuntimeError(f"op '{op_name}' has no kernel for the {self.name} backend "
+                           f"({self.device_type}, {self.layout_name})")
+
+    def __repr__(self) -> str:
+        return f"<Backend {self.name}: {len(self.kernels)} kernels>"
+
+
+BACKENDS: dict[tuple[str, str], Backend] = {}
+
+
+def register_backend(name: str, device_type: str, layout_name: str) -> Backend:
+    b = BACKENDS.get((device_type, layout_name))
+    if b is None:
+        b = BACKENDS[device_type, layout_name] = Backend(name, device_type, layout_name)
+    return b
+
+
+def backend_for(device_type: str, layout_name: str = "strided") -> Backend:
+    try:
+        return BACKENDS[device_type, layout_name]
+    except KeyError:
+        raise RuntimeError(f"no backend for device type {device_type!r} with layout "
+                           f"{layout_name!r}") from None
+
+
+CPU = register_backend("CPU", "cpu", "strided")
+CUDA = register_backend("CUDA", "cuda", "strided")
+SPARSE_CPU = register_backend("SparseCPU", "cpu", "sparse_coo")
+SPARSE_CUDA = register_backend("SparseCUDA", "cuda", "sparse_coo")

@@ -1,0 +1,86 @@
+"""Per-device-type memory drivers that storages allocate from and copy through.
+
+A driver owns raw buffers of one device type. The CPU driver's buffers are C-contiguous NumPy
+arrays (of any dtype: a storage created around a NumPy result keeps that array as its buffer);
+the CUDA backend registers its own driver for "cuda". The copy table is built from these drivers,
+so a device type plugs in by registering one.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class DeviceDriver(Protocol):
+    """The memory interface a device type gives storages and the copy table."""
+
+    device_type: str
+
+    def alloc(self, nbytes: int, device_index: int | None) -> Any: ...
+    def nbytes(self, buf: Any) -> int: ...
+    def data_ptr(self, buf: Any) -> int: ...
+    def to_host(self, buf: Any, byte_offset: int, nbytes: int) -> np.ndarray: ...
+    def from_host(self, buf: Any, byte_offset: int, data: np.ndarray) -> None: ...
+    def copy(self, dst: Any, dst_offset: int, src: Any, src_offset: int, nbytes: int) -> None: ...
+    def cast(self, dst: Any, dst_offset: int, dst_dtype: np.dtype, src: Any, src_offset: int,
+             src_dtype: np.dtype, count: int) -> None: ...
+
+
+def host_bytes(buf: np.ndarray) -> np.ndarray:
+    """A flat uint8 view of a CPU buffer (no copy)."""
+    return buf.reshape(-1).view(np.uint8)
+
+
+class CPUDriver:
+    device_type = "cpu"
+
+    def alloc(self, nbytes: int, device_index: int | None = None) -> np.ndarray:
+        return np.empty(nbytes, np.uint8)
+
+    def nbytes(self, buf: np.ndarray) -> int:
+        return buf.nbytes
+
+    def data_ptr(self, buf: np.ndarray) -> int:
+        return buf.ctypes.data
+
+    def to_host(self, buf: np.ndarray, byte_offset: int, nbytes: int) -> np.ndarray:
+        return host_bytes(buf)[byte_offset:byte_offset + nbytes]
+
+    def from_host(self, buf: np.ndarray, byte_offset: int, data: np.ndarray) -> None:
+        raw = data.reshape(-1).view(np.uint8)
+        host_bytes(buf)[byte_offset:byte_offset + raw.nbytes] = raw
+
+    def copy(self, dst: np.ndarray, dst_offset: int, src: np.ndarray, src_offset: int,
+             nbytes: int) -> None:
+        host_bytes(dst)[dst_offset:dst_offset + nbytes] = \
+            host_bytes(src)[src_offset:src_offset + nbytes]
+
+    def cast(self, dst: np.ndarray, dst_offset: int, dst_dtype: np.dtype, src: np.ndarray,
+             src_offset: int, src_dtype: np.dtype, count: int) -> None:
+        out = host_bytes(dst)[dst_offset:dst_offset + count * dst_dtype.itemsize].view(dst_dtype)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            # PyTorch casts silently: complex -> real drops the imaginary part, NaN -> int is UB.
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            inp = host_bytes(src)[src_offset:src_offset + count * src_dtype.itemsize]
+            np.copyto(out, inp.view(src_dtype), casting="unsafe")
+
+
+DRIVERS: dict[str, DeviceDriver] = {"cpu": CPUDriver()}
+
+
+def register_driver(driver: DeviceDriver) -> None:
+    """Register a device type's memory driver; the caller rebuilds the copy table afterwards."""
+    DRIVERS[driver.device_type] = driver
+
+
+def driver_for(device_type: str) -> DeviceDriver:
+    try:
+        return DRIVERS[device_type]
+    except KeyError:
+        raise RuntimeError(
+            f"no memory driver for device type {device_type!r}: "
+            + ("CUDA is not available (no GPU/CuPy, and the CUDA emulator is off)"
+               if device_type == "cuda" else "unknown device type")) from None
