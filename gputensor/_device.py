@@ -61,14 +61,25 @@ CPU = device("cpu")
 _default_device: device = CPU
 
 
+_INTERNED: dict[tuple[str, int | None], device] = {("cpu", None): CPU}
+
+
 def to_device(value: Any) -> device:
-    """Normalise a device argument; a bare 'cuda' means the current CUDA device (index 0)."""
+    """Normalise a device argument to an interned instance ('cuda' means 'cuda:0').
+
+    Tensors and storages only ever hold interned devices, so hot paths compare with ``is``.
+    """
     if value is None:
         return _default_device
-    d = value if isinstance(value, device) else device(value)
-    if d.type == "cpu":
+    if value is CPU or value == "cpu":
         return CPU
-    return d if d.index is not None else device("cuda", 0)
+    d = value if isinstance(value, device) else device(value)
+    key = (d.type, d.index if d.type == "cuda" and d.index is not None else
+           (0 if d.type == "cuda" else None))
+    out = _INTERNED.get(key)
+    if out is None:
+        out = _INTERNED[key] = device(*key)
+    return out
 
 
 def get_default_device() -> device:

@@ -221,7 +221,7 @@ class finfo:
         self.min = builtins.float(info.min)
         self.tiny = builtins.float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = builtins.float(info.resolution)
+        self.resolution = 10.0 ** -builtins.int(info.precision)
 
     def __repr__(self) -> str:
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "

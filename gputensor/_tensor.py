@@ -20,13 +20,22 @@ from gputensor.storage.typed import TypedStorage
 from gputensor.storage.untyped import UntypedStorage
 
 
+_STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    cached = _STRIDES_CACHE.get(shape)
+    if cached is not None:
+        return cached
     strides = []
     acc = 1
     for s in reversed(shape):
         strides.append(acc)
         acc *= max(s, 1)
-    return tuple(reversed(strides))
+    out = tuple(reversed(strides))
+    if len(_STRIDES_CACHE) < 4096:
+        _STRIDES_CACHE[shape] = out
+    return out
 
 
 def normalize_dim(dim: int, ndim: int, what: str = "dim") -> int:
@@ -104,9 +113,9 @@ class Tensor:
     @property
     def _host(self) -> np.ndarray:
         """A NumPy view of this CPU tensor's elements (cached; re-made if the buffer moved)."""
-        buf = self._storage._buf
-        if self._np_buf is buf:
+        if self._np_buf is self._storage._buf:
             return self._np
+        buf = self._storage._buf
         if self._storage.device.type != "cpu":
             raise RuntimeError(f"tensor on {self.device} has no host view; call .cpu() first")
         isz = self._dtype.itemsize

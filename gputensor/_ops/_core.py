@@ -87,21 +87,27 @@ def result_type(*operands: Any) -> D.dtype:
     return D.result_type_of(dims, zeros, scalars)
 
 
-def common_device(*tensors: Any, op_name: str) -> Device:
+def common_device(*operands: Any, op_name: str) -> Device:
+    """The device all tensor operands share; a 0-dim CPU tensor may join as a scalar."""
     dev = None
-    for t in tensors:
-        if isinstance(t, Tensor):
-            # 0-dim CPU tensors may join CUDA ops as scalars, like in PyTorch.
-            if dev is None or (dev.type == "cpu" and not dev_is_scalar_ok(t)):
-                dev = t.device if dev is None or t.device != dev else dev
-            elif t.device != dev and not (t.is_cpu and t.dim() == 0):
-                raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
-                                   f"least two devices, {dev} and {t.device}! (in {op_name})")
+    scalar_only = True
+    for t in operands:
+        if not isinstance(t, Tensor):
+            continue
+        d = t._storage.device
+        is_cpu_scalar = d.type == "cpu" and not t._shape
+        if dev is None or (scalar_only and not is_cpu_scalar):
+            if dev is not None and d is not dev and not (dev.type == "cpu"):
+                raise _device_mismatch(dev, d, op_name)
+            dev, scalar_only = d, is_cpu_scalar
+        elif d is not dev and not is_cpu_scalar:
+            raise _device_mismatch(dev, d, op_name)
     return dev or get_default_device()
 
 
-def dev_is_scalar_ok(t: Tensor) -> bool:
-    return False
+def _device_mismatch(a: Device, b: Device, op_name: str) -> RuntimeError:
+    return RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
+                        f"devices, {a} and {b}! (when checking arguments for {op_name})")
 
 
 def to_tensor_arg(x: Any, dtype: D.dtype, dev: Device) -> Tensor:

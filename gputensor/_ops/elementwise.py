@@ -71,9 +71,17 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     defaults = op.extra.get("defaults", {})
     checks = (_check_int_divisor, _check_pow_exponent)
     param_map = op.extra.get("param_map")
+    needs_checks = bool(op.extra.get("int_div")) or op.name == "pow"
+    int_identity = bool(op.extra.get("int_identity"))
+    rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
+    kernels: dict[str, Callable] = {}
     resolve_params = op.extra.get("resolve_params")
 
+    default_params = tuple(defaults.get(k) for k in param_names)
+
     def prepare(args: tuple, kwargs: dict) -> tuple[list, tuple]:
+        if not kwargs and len(args) == arity:
+            return args, default_params
         if len(args) != arity:
             # Positional params after the inputs, e.g. leaky_relu(x, 0.2).
             if len(args) > arity and len(args) - arity <= len(param_names):
@@ -89,7 +97,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         if param_map:
             params = tuple(param_map[k][v] if k in param_map and v in param_map[k] else v
                            for k, v in zip(param_names, params, strict=True))
-        return list(args), params
+        return args, params
 
     def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
                         inplace: Tensor | None) -> Tensor:
@@ -107,17 +115,21 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         dev = t0._storage.device
         same = True
         for x in inputs:
-            if not isinstance(x, Tensor) or x._dtype is not dt or x._shape != shape \
-                    or x._storage.device != dev:
+            if type(x) is not Tensor or x._dtype is not dt or x._shape != shape \
+                    or x._storage.device is not dev:
                 same = False
                 break
         if not same:
             dt = result_type(*inputs)
             dev = _core.common_device(*inputs, op_name=op.name)
             shape = broadcast_shapes(*(x._shape for x in inputs if isinstance(x, Tensor)))
-        compute, out_dt = _rule_dtypes(op, dt)
-        for check in checks:
-            check(op, compute, inputs)
+        rd = rule_cache.get((dt, D._default_dtype))
+        if rd is None:
+            rd = rule_cache[dt, D._default_dtype] = _rule_dtypes(op, dt)
+        compute, out_dt = rd
+        if needs_checks:
+            for check in checks:
+                check(op, compute, inputs)
         if resolve_params is not None:
             params = resolve_params(params, compute)
         if inplace is not None:
@@ -133,11 +145,14 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             result = out
         else:
             result = empty(shape, out_dt, dev)
-        if op.extra.get("int_identity") and compute.category <= D.INTEGRAL:
-            inputs, op_name = [inputs[0]], "_copy"  # floor/ceil/... of an integer is itself
+        if int_identity and compute.category <= D.INTEGRAL:
+            # floor/ceil/... of an integer is the integer itself
+            BACKENDS[dev.type, "strided"].kernel("_copy")(result, inputs[:1], params, compute)
         else:
-            op_name = op.name
-        BACKENDS[dev.type, "strided"].kernel(op_name)(result, inputs, params, compute)
+            k = kernels.get(dev.type)
+            if k is None:
+                k = kernels[dev.type] = BACKENDS[dev.type, "strided"].kernel(op.name)
+            k(result, inputs, params, compute)
         if result is not inplace and out is None:
             return result
         result._storage._version += 1

@@ -82,12 +82,31 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             fn = cache[key] = load_module(f"ew_{op.name}", src).kernel
         return fn
 
+    all_arrays = (True,) * op.arity
+
     def run(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype) -> None:
-        cdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
         o = out._host
+        cdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
+        if params:
+            params = tuple(map(cdt.type, params))
+        # Fast path: same-shape contiguous inputs already in the compute dtype.
+        if out._dtype is compute and cdt is compute.np_dtype and o.flags.c_contiguous:
+            arrays = []
+            for x in inputs:
+                if type(x) is not Tensor or x._dtype is not compute or x._shape != out._shape:
+                    break
+                a = x._host
+                if not a.flags.c_contiguous:
+                    break
+                arrays.append(a if a.ndim == 1 else a.reshape(-1))
+            else:
+                n = o.size
+                if n:
+                    get(all_arrays, 1, n >= PARALLEL_THRESHOLD)(
+                        o if o.ndim == 1 else o.reshape(-1), *arrays, *params)
+                return
         # Numba cannot store float16/bfloat16: compute into a float32 buffer and cast back.
         target = np.empty(o.shape, np.float32) if out.dtype in _NUMBA_COMPUTE else o
-        params = tuple(cdt.type(p) for p in params)
         shape = o.shape
         n = o.size
         operands = []

@@ -1,0 +1,64 @@
+"""`python -m gputensor` / `gputensor`: a tour of the runtime as it stands.
+
+It prints the registries (dtypes, layouts, backends, storage types, copy table), the devices,
+and runs a few ops on the best available device, timing them. The training demo replaces this
+as the main job once nn/optim land.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import gputensor as gt
+from gputensor._dtype import DTYPES
+from gputensor.kernels.registry import BACKENDS, OPS
+from gputensor.storage.copy_table import COPY_TABLE
+
+
+def _section(title: str) -> None:
+    print(f"\n== {title} " + "=" * max(0, 70 - len(title)))
+
+
+def tour() -> None:
+    _section("registries")
+    print("dtypes :", ", ".join(str(d) for d in DTYPES))
+    print("layouts:", gt.strided, gt.sparse_coo)
+    for (dev, lay), b in BACKENDS.items():
+        print(f"backend {b.name:<10} device={dev:<4} layout={lay:<10} kernels={len(b.kernels)}")
+    print(f"ops in the registry: {len(OPS)}; copy-table entries: {len(COPY_TABLE)}")
+    print("storage types:", gt.FloatStorage, gt.cuda.FloatStorage)
+
+    _section("devices")
+    print("default device:", gt.get_default_device())
+    print("cuda available:", gt.cuda.is_available(), "| devices:", gt.cuda.device_count())
+    device = "cuda" if gt.cuda.is_available() else "cpu"
+    print("running the tour on:", device)
+
+    _section("ops")
+    x = gt.arange(12, dtype=gt.float32, device=device).reshape(3, 4)
+    print("x =", x)
+    print("x.T[1:, ::2] =", x.T[1:, ::2])
+    print("x * 2 + 1 =", x * 2 + 1)
+    print("gt.exp(x / 10) =", gt.exp(x / 10))
+    print("x.type() =", x.type(), "| x.double().type() =", x.double().type())
+    for name, fn in (("sum", lambda: x.sum()), ("matmul", lambda: x @ x.T)):
+        if name in OPS:
+            print(f"x.{name} ->", fn())
+
+    _section("timing (first call compiles and caches the Numba kernel)")
+    big = gt.ones(1 << 22, device=device)
+    for label in ("first call", "cached call"):
+        t0 = time.perf_counter()
+        big + big
+        print(f"add of 4M float32, {label}: {1e3 * (time.perf_counter() - t0):.2f} ms")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="gputensor", description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    tour()
+
+
+if __name__ == "__main__":
+    main()
