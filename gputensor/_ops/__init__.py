@@ -17,6 +17,9 @@ from . import (  # noqa: F401  (imported for their declarations)
     creation,
     elementwise,
     indexing,
+    linalg,
+    random,
+    reduction,
     views,
 )
 
@@ -39,12 +42,21 @@ def _install_methods() -> None:
 
 def _binary(name: str, reflected: bool = False) -> Any:
     fn = OPS[name].frontend
-    if reflected:
-        def method(self: Tensor, other: Any) -> Tensor:
-            return fn(other, self)
-    else:
-        def method(self: Tensor, other: Any) -> Tensor:
-            return fn(self, other)
+    if not reflected:
+        return fn  # the frontend's first positional argument is self
+
+    def method(self: Tensor, other: Any) -> Tensor:
+        return fn(other, self)
+    return method
+
+
+def _comparison(name: str) -> Any:
+    fn = OPS[name].frontend
+
+    def method(self: Tensor, other: Any) -> Any:
+        if other is None or not isinstance(other, Tensor | int | float | complex):
+            return NotImplemented  # lets Python fall back (x == None is False, like PyTorch)
+        return fn(self, other)
     return method
 
 
@@ -72,7 +84,7 @@ def _install_operators() -> None:
         setattr(Tensor, f"__r{dunder}__", _binary(name, reflected=True))
         setattr(Tensor, f"__i{dunder}__", _inplace(name))
     for dunder, name in _COMPARISONS.items():
-        setattr(Tensor, f"__{dunder}__", _binary(name))
+        setattr(Tensor, f"__{dunder}__", _comparison(name))
     Tensor.__neg__ = OPS["neg"].frontend
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = OPS["abs"].frontend

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._device import get_default_device, to_device
 from gputensor._tensor import Tensor, contiguous_strides
@@ -36,8 +37,12 @@ def kernel(t: Tensor, op_name: str) -> Callable:
 
 # -- allocation ------------------------------------------------------------------------------
 def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
-    if dev.type == "cpu":
-        return Tensor._from_np(np.empty(shape, dtype.np_dtype))
+    """A new contiguous tensor with uninitialised elements."""
+    if dev is CPU:
+        arr = np.empty(shape, dtype.np_dtype)
+        t = Tensor._make(UntypedStorage._wrap(arr, CPU), dtype, shape, contiguous_strides(shape))
+        t._np = t._np_buf = arr
+        return t
     nbytes = math.prod(shape) * dtype.itemsize
     buf = driver_for(dev.type).alloc(nbytes, dev.index)
     return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),

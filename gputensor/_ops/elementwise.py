@@ -159,8 +159,11 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         return result
 
     def frontend(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
-        inputs, params = prepare(args, kwargs)
-        result = compute_and_run(inputs, params, out, None)
+        if kwargs or len(args) != arity:
+            args, params = prepare(args, kwargs)
+        else:
+            params = default_params
+        result = compute_and_run(args, params, out, None)
         if op.derivative is not None and is_grad_enabled():
             op.derivative.record(result, inputs, params)
         return result

@@ -83,28 +83,38 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         return fn
 
     all_arrays = (True,) * op.arity
+    serial_flat: list[Callable] = []  # the most common kernel, looked up once
 
     def run(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype) -> None:
-        o = out._host
-        cdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
+        o = out._np if out._np_buf is out._storage._buf else out._host
+        cdt = compute.np_dtype
         if params:
-            params = tuple(map(cdt.type, params))
+            params = tuple(map(_NUMBA_COMPUTE.get(compute, cdt).type, params))
         # Fast path: same-shape contiguous inputs already in the compute dtype.
-        if out._dtype is compute and cdt is compute.np_dtype and o.flags.c_contiguous:
+        if out._dtype is compute and compute not in _NUMBA_COMPUTE and o.flags.c_contiguous:
             arrays = []
+            shape = out._shape
             for x in inputs:
-                if type(x) is not Tensor or x._dtype is not compute or x._shape != out._shape:
+                if type(x) is not Tensor or x._dtype is not compute or x._shape != shape:
                     break
-                a = x._host
+                a = x._np if x._np_buf is x._storage._buf else x._host
                 if not a.flags.c_contiguous:
                     break
                 arrays.append(a if a.ndim == 1 else a.reshape(-1))
             else:
                 n = o.size
-                if n:
-                    get(all_arrays, 1, n >= PARALLEL_THRESHOLD)(
-                        o if o.ndim == 1 else o.reshape(-1), *arrays, *params)
+                if n >= PARALLEL_THRESHOLD:
+                    fn = get(all_arrays, 1, True)
+                elif serial_flat:
+                    fn = serial_flat[0]
+                elif n:
+                    fn = get(all_arrays, 1, False)
+                    serial_flat.append(fn)
+                else:
+                    return
+                fn(o if o.ndim == 1 else o.reshape(-1), *arrays, *params)
                 return
+        cdt = _NUMBA_COMPUTE.get(compute, cdt)
         # Numba cannot store float16/bfloat16: compute into a float32 buffer and cast back.
         target = np.empty(o.shape, np.float32) if out.dtype in _NUMBA_COMPUTE else o
         shape = o.shape
