@@ -55,6 +55,10 @@ globals().update({cls.__name__: cls for (_dt, _dev), cls in STORAGE_TYPES.items(
 from gputensor.kernels import registry as _registry
 from gputensor.kernels.cpu import elementwise as _cpu_elementwise  # noqa: F401 (registers)
 from gputensor.kernels.cpu import indexing as _cpu_indexing  # noqa: F401
+from gputensor.kernels.cpu import shape as _cpu_shape  # noqa: F401
+from gputensor.kernels.cpu import linalg as _cpu_linalg  # noqa: F401
+from gputensor.kernels.cpu import random as _cpu_random  # noqa: F401
+from gputensor.kernels.cpu import reduction as _cpu_reduction  # noqa: F401
 from gputensor._tensor import Tensor
 from gputensor._legacy import types_in as _types_in
 
@@ -63,6 +67,8 @@ globals().update(_types_in("gputensor"))
 # 6. the op namespace: every registered op becomes gt.<name> ------------------------------------
 from gputensor import _ops
 from gputensor._ops import public_ops as _public_ops
+from gputensor._random import (Generator, default_generator, get_rng_state, initial_seed,
+                               manual_seed, seed, set_rng_state)
 from gputensor._ops._core import broadcast_shapes
 from gputensor._ops._core import result_type as _result_type
 from gputensor._tensor_str import get_printoptions, printoptions, set_printoptions
@@ -119,6 +125,8 @@ _HANDWRITTEN = [
     "is_complex", "numel", "set_printoptions", "get_printoptions", "printoptions", "autograd",
     "cuda", "sparse", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
     "is_grad_enabled", "is_inference_mode_enabled",
+    "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
+    "default_generator",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

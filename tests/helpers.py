@@ -118,7 +118,7 @@ def helper_test_op(shapes: Sequence[Sequence[int]], torch_fn: Callable,
         pytest.skip("PyTorch (CPU) oracle not installed")
     gt_fn = gt_fn or torch_fn
     arrays = [random_array(s, dtype, low, high, seed=i) for i, s in enumerate(shapes)]
-    t_in = [torch.from_numpy(np.ascontiguousarray(a)) if dtype is not gt.bfloat16
+    t_in = [torch.from_numpy(np.array(a, copy=True)) if dtype is not gt.bfloat16
             else torch.from_numpy(a.astype(np.float32)).to(torch.bfloat16) for a in arrays]
     g_in = [gt.tensor(a, dtype=dtype, device=device) for a in arrays]
     if noncontig:

@@ -20,6 +20,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     linalg,
     random,
     reduction,
+    shape,
     views,
 )
 

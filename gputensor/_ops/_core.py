@@ -38,7 +38,7 @@ def kernel(t: Tensor, op_name: str) -> Callable:
 # -- allocation ------------------------------------------------------------------------------
 def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     """A new contiguous tensor with uninitialised elements."""
-    if dev is CPU:
+    if dev is CPU or dev.type == "cpu":
         arr = np.empty(shape, dtype.np_dtype)
         t = Tensor._make(UntypedStorage._wrap(arr, CPU), dtype, shape, contiguous_strides(shape))
         t._np = t._np_buf = arr
@@ -55,19 +55,22 @@ def resolve_device(device: Any) -> Device:
 
 # -- broadcasting ------------------------------------------------------------------------------
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of ``shapes``; a mismatch names the sizes, the dim and the shapes."""
     ndim = max((len(s) for s in shapes), default=0)
     out = [1] * ndim
     for s in shapes:
-        for i, n in enumerate(s, ndim - len(s)):
-            if n == out[i] or n == 1:
+        lead = ndim - len(s)
+        for i in range(ndim - 1, lead - 1, -1):  # from the right, like PyTorch's infer_size
+            n, cur = s[i - lead], out[i]
+            if n == cur or n == 1:
                 continue
-            if out[i] == 1:
+            if cur == 1:
                 out[i] = n
                 continue
             raise RuntimeError(
-                "shape mismatch: " + ", ".join(str(list(x)) for x in shapes)
-                + f" cannot be broadcast together (dimension {i - ndim} has sizes {out[i]} "
-                  f"and {n})")
+                f"The size of tensor a ({cur}) must match the size of tensor b ({n}) at "
+                f"non-singleton dimension {i} (broadcasting shapes "
+                + " and ".join(str(list(x)) for x in shapes) + ")")
     return tuple(out)
 
 

@@ -17,7 +17,7 @@ def _div_op(rounding_mode: str | None) -> Any:
     try:
         return OPS[_DIV_MODES[rounding_mode]]
     except KeyError:
-        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'") from None
 
 
@@ -37,8 +37,11 @@ def _clamp_bounds(input: Tensor, min: Any, max: Any) -> tuple[Any, Any]:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None"
                            .replace("torch", "gputensor"))
     dt = result_type(input, *(b for b in (min, max) if b is not None))
+    # The missing bound must not take part in promotion: use a value of the result's category.
     if dt.category >= D.FLOATING:
         lo, hi = -float("inf"), float("inf")
+    elif dt is D.bool:
+        lo, hi = False, True
     else:
         info = D.iinfo(dt)
         lo, hi = info.min, info.max
@@ -62,12 +65,20 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:
     return clamp(input, min=min)
 
 
+def clamp_min_(self: Tensor, min: Any) -> Tensor:
+    return clamp_(self, min=min)
+
+
 @op(inplace=True)
 def clamp_max(input: Tensor, max: Any) -> Tensor:
     return clamp(input, max=max)
 
 
-@op()
+def clamp_max_(self: Tensor, max: Any) -> Tensor:
+    return clamp_(self, max=max)
+
+
+@op(method=False)
 def where(condition: Tensor, input: Any = None, other: Any = None, *,
           out: Tensor | None = None) -> Any:
     """Elements of input where condition holds, else of other; where(cond) = nonzero(as_tuple)."""
@@ -77,7 +88,8 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,
     if input is None or other is None:
         raise TypeError("where() needs both input and other (or neither)")
     if not isinstance(condition, Tensor) or condition.dtype is not D.bool:
-        got = condition.dtype if isinstance(condition, Tensor) else type(condition).__name__
+        got = (condition.dtype.legacy_name if isinstance(condition, Tensor)
+               else type(condition).__name__)
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor "
                            f"with dtype {got}")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
@@ -87,12 +99,72 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,
     return OPS["_where"].frontend(condition, input, other, out=out)
 
 
-@op(method=False)
-def float_power(input: Any, exponent: Any) -> Tensor:
-    dt = D.complex128 if result_type(input, exponent).is_complex else D.float64
+def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+    """x.where(condition, y) is where(condition, x, y): the method's self is the input."""
+    return where(condition, self, other)
+
+
+def _float_power_dtype(input: Any, exponent: Any) -> D.dtype:
+    return D.complex128 if result_type(input, exponent).is_complex else D.float64
+
+
+@op(inplace=True)
+def float_power(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tensor:
+    """pow computed in double precision (complex128 if either side is complex)."""
+    dt = _float_power_dtype(input, exponent)
+    if out is not None and out.dtype is not dt:
+        raise RuntimeError(f"the output given to float_power has dtype {out.dtype.legacy_name} "
+                           f"but the operation's result requires dtype {dt.legacy_name}")
     a = input.to(dt) if isinstance(input, Tensor) else input
     b = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
-    return OPS["pow"].frontend(a, b)
+    return OPS["pow"].frontend(a, b, out=out)
+
+
+def float_power_(self: Tensor, exponent: Any) -> Tensor:
+    dt = _float_power_dtype(self, exponent)
+    if self.dtype is not dt:
+        raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.legacy_name} "
+                           f"but the operation's result requires dtype {dt.legacy_name}")
+    b = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
+    return OPS["pow"].extra["inplace_fn"](self, b)
+
+
+@op(inplace=True)
+def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """input * input; bool squares to int64, as in PyTorch (where it is pow(input, 2))."""
+    if isinstance(input, Tensor) and input.dtype is D.bool:
+        input = input.to(D.int64)
+    return OPS["_square"].frontend(input, out=out)
+
+
+def square_(self: Tensor) -> Tensor:
+    if self.dtype is D.bool:
+        raise RuntimeError("result type Long can't be cast to the desired output type Bool")
+    return OPS["_square"].extra["inplace_fn"](self)
+
+
+def _check_lerp(input: Tensor, end: Any, weight: Any) -> None:
+    if not isinstance(input, Tensor) or not isinstance(end, Tensor):
+        raise TypeError("lerp(): input and end must be Tensors")
+    if input.dtype.category <= D.INTEGRAL:
+        raise RuntimeError(f"lerp: not implemented for '{input.dtype.legacy_name}' tensors")
+    # A 0-dim weight may differ in dtype (it promotes like a scalar); others must match.
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype is not input.dtype and (name == "end" or t.dim()):
+            raise RuntimeError(f"expected dtype {input.dtype.legacy_name} for `{name}` but got "
+                               f"dtype {t.dtype.legacy_name}")
+
+
+@op(inplace=True)
+def lerp(input: Tensor, end: Tensor, weight: Any, *, out: Tensor | None = None) -> Tensor:
+    """input + weight * (end - input), with PyTorch's rounding-friendly form for weight >= 0.5."""
+    _check_lerp(input, end, weight)
+    return OPS["_lerp"].frontend(input, end, weight, out=out)
+
+
+def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
+    _check_lerp(self, end, weight)
+    return OPS["_lerp"].extra["inplace_fn"](self, end, weight)
 
 
 def fill_(self: Tensor, value: Any) -> Tensor:
@@ -126,7 +198,10 @@ def allclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+        raise RuntimeError(f"{input.dtype.legacy_name} did not match {other.dtype.legacy_name}")
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if tol < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tol}")
     return OPS["_isclose"].frontend(input, other, rtol=rtol, atol=atol,
                                     equal_nan=1 if equal_nan else 0)
 
@@ -141,7 +216,13 @@ def equal(input: Tensor, other: Tensor) -> bool:
 
 Tensor.div_ = div_
 Tensor.divide_ = div_
+Tensor.where = _where_method
 Tensor.clamp_ = clamp_
 Tensor.clip_ = clamp_
+Tensor.clamp_min_ = clamp_min_
+Tensor.clamp_max_ = clamp_max_
+Tensor.float_power_ = float_power_
+Tensor.square_ = square_
+Tensor.lerp_ = lerp_
 Tensor.fill_ = fill_
 Tensor.zero_ = zero_

@@ -57,21 +57,30 @@ def _check_int_divisor(op: OpDef, compute: D.dtype, inputs: list) -> None:
 
 
 def _check_pow_exponent(op: OpDef, compute: D.dtype, inputs: list) -> None:
-    if op.name != "pow" or compute.category > D.INTEGRAL:
+    # Like PyTorch, only a Python scalar exponent is rejected; tensor exponents wrap in ipow.
+    if op.name != "pow" or compute.category > D.INTEGRAL or isinstance(inputs[1], Tensor):
         return
-    b = inputs[1]
-    neg = (b < 0).any().item() if isinstance(b, Tensor) else b < 0
-    if neg:
+    if inputs[1] < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+
+
+def _check_bool_operands(op: OpDef, compute: D.dtype, inputs: list) -> None:
+    """sub rejects a bool operand even when promotion would make the result an integer."""
+    if not op.extra.get("reject_bool_operands"):
+        return
+    for x in inputs:
+        if isinstance(x, bool) or (isinstance(x, Tensor) and x._dtype is D.bool):
+            raise RuntimeError(op.extra["no_bool"])
 
 
 def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     arity = op.arity
     param_names = op.params
     defaults = op.extra.get("defaults", {})
-    checks = (_check_int_divisor, _check_pow_exponent)
+    checks = (_check_int_divisor, _check_pow_exponent, _check_bool_operands)
     param_map = op.extra.get("param_map")
-    needs_checks = bool(op.extra.get("int_div")) or op.name == "pow"
+    needs_checks = bool(op.extra.get("int_div") or op.extra.get("reject_bool_operands")) \
+        or op.name == "pow"
     int_identity = bool(op.extra.get("int_identity"))
     rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
     kernels: dict[str, Callable] = {}
@@ -165,7 +174,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             params = default_params
         result = compute_and_run(args, params, out, None)
         if op.derivative is not None and is_grad_enabled():
-            op.derivative.record(result, inputs, params)
+            op.derivative.record(result, args, params)
         return result
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
@@ -197,28 +206,30 @@ _NO_BOOL_SUB = ("Subtraction, the `-` operator, with a bool tensor is not suppor
 # -- arithmetic --------------------------------------------------------------------------------
 elementwise("add", "a + alpha * b", B, params=("alpha",), defaults={"alpha": 1})
 elementwise("sub", "a - alpha * b", B, params=("alpha",), defaults={"alpha": 1},
-            no_bool=_NO_BOOL_SUB)
+            no_bool=_NO_BOOL_SUB, reject_bool_operands=True)
 elementwise("mul", "a * b", B)
-elementwise("true_divide", "a / b", B, "float")
-elementwise("_div_trunc", "tdiv(a, b)", B, method=False, inplace=False, int_div=True)
-elementwise("floor_divide", "a // b", B, int_div=True, no_complex=True)
-elementwise("remainder", "a % b", B, int_div=True, no_complex=True)
-elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True)
-elementwise("pow", "ipow(a, b)", B, flops=10)
+elementwise("true_divide", "truediv(a, b)", B, "float")
+elementwise("_div_trunc", "tdiv(a, b)", B, method=False, inplace=False, int_div=True,
+            no_bool=True, no_complex=True)
+elementwise("floor_divide", "floordiv(a, b)", B, int_div=True, no_complex=True, no_bool=True)
+elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=True)
+elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True)
+elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True)
 elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True)
 elementwise("maximum", "maximum(a, b)", B, no_complex=True)
 elementwise("minimum", "minimum(a, b)", B, no_complex=True)
-elementwise("lerp", "a + c * (b - a) if abs(c) < 0.5 else b - (b - a) * (1 - c)", T, "float",
-            flops=4)
+# lerp's and square's frontends (composite.py) add PyTorch's dtype checks around these.
+elementwise("_lerp", "a + c * (b - a) if abs(c) < 0.5 else b - (b - a) * (1 - c)", T, "float",
+            method=False, inplace=False, flops=4)
 elementwise("neg", "-a", no_bool=_NO_BOOL_NEG)
-elementwise("abs", "abs(a)", dtype_rule="abs")
+elementwise("abs", "abs(a)", dtype_rule="abs", no_bool=True)
 elementwise("sign", "sign(a)", no_complex=True)
 elementwise("sgn", "sign(a)")
-elementwise("square", "a * a")
+elementwise("_square", "a * a", method=False, inplace=False)
 elementwise("_conj", "np.conj(a)", method=False, inplace=False)
-elementwise("reciprocal", "1 / a", dtype_rule="float")
+elementwise("reciprocal", "truediv(1, a)", dtype_rule="float")
 elementwise("_clamp", "minimum(maximum(a, b), c)", T, method=False, inplace=False,
-            no_complex=True)
+            no_complex=True, no_bool=True)
 elementwise("_where", "b if a else c", T, method=False, inplace=False)
 elementwise("_copy", "a", method=False, inplace=False, flops=0)
 
@@ -249,27 +260,40 @@ for _name, _expr, _flops in [
 elementwise("erf", "erf(a)", U, "float", flops=20, no_complex=True)
 
 # -- activations -----------------------------------------------------------------------------
-elementwise("relu", "a if a > 0 else a * 0", no_complex=True, no_bool="relu: not supported for "
-            "bool tensors")
+elementwise("relu", "relu(a)", no_complex=True, no_bool="relu: not supported for bool tensors")
 elementwise("gelu", "gelu_tanh(a) if approximate else gelu_erf(a)", U, "float",
             params=("approximate",), defaults={"approximate": 0}, flops=25, no_complex=True,
-            param_map={"approximate": {"none": 0, "tanh": 1}})
-elementwise("silu", "a * sigmoid(a)", U, "float", flops=23, no_complex=True)
+            param_map={"approximate": {"none": 0, "tanh": 1}}, float_only=True)
+elementwise("silu", "a * sigmoid(a)", U, "float", flops=23, float_only=True)
 elementwise("softplus", "softplus(a, beta, threshold)", U, "float", params=("beta", "threshold"),
-            defaults={"beta": 1.0, "threshold": 20.0}, flops=25, no_complex=True)
+            defaults={"beta": 1.0, "threshold": 20.0}, flops=25, no_complex=True,
+            float_only=True)
 elementwise("leaky_relu", "a if a > 0 else a * negative_slope", U, "float",
-            params=("negative_slope",), defaults={"negative_slope": 0.01}, no_complex=True)
+            params=("negative_slope",), defaults={"negative_slope": 0.01}, no_complex=True,
+            float_only=True)
 elementwise("elu", "a * scale if a > 0 else (exp(a * input_scale) - 1) * alpha * scale", U,
             "float", params=("alpha", "scale", "input_scale"),
-            defaults={"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, flops=22, no_complex=True)
+            defaults={"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, flops=22, no_complex=True,
+            float_only=True)
+
+
+def _hardtanh_limits(params: tuple, compute: D.dtype) -> tuple:
+    if compute is D.uint8 and min(params) < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
+    return params
+
+
 elementwise("hardtanh", "min_val if a < min_val else (max_val if a > max_val else a)", U,
             params=("min_val", "max_val"), defaults={"min_val": -1.0, "max_val": 1.0},
-            no_complex=True, no_bool="hardtanh: not supported for bool tensors")
+            no_complex=True, no_bool="hardtanh: not supported for bool tensors",
+            resolve_params=_hardtanh_limits)
 
 # -- rounding (identities on integers, as in PyTorch) ------------------------------------------
-for _name, _expr in [("floor", "floor(a)"), ("ceil", "ceil(a)"), ("trunc", "trunc(a)"),
-                     ("round", "rint(a)")]:
-    elementwise(_name, _expr, no_complex=True, int_identity=True)
+for _name in ("floor", "ceil", "trunc"):
+    elementwise(_name, f"{_name}(a)", no_complex=True, no_bool=True, int_identity=True)
+# Not int_identity (that path runs the param-less _copy kernel): round_decimals keeps ints.
+elementwise("round", "round_decimals(a, decimals)", params=("decimals",),
+            defaults={"decimals": 0}, no_complex=True, no_bool=True)
 elementwise("frac", "a - trunc(a)", no_complex=True, float_only=True)
 
 # -- predicates and comparisons ----------------------------------------------------------------
@@ -282,7 +306,7 @@ for _name, _sym in [("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt"
     elementwise(_name, f"a {_sym} b", B, "compare",
                 no_complex=_name not in ("eq", "ne"))
 elementwise("_isclose", "(a == b) or (equal_nan and isnan(a) and isnan(b)) or (isfinite(a) and "
-            "isfinite(b) and abs(a - b) <= atol + rtol * abs(b))", B, "float_compare",
+            "isfinite(b) and abs(a - b) <= real(atol) + real(rtol) * abs(b))", B, "float_compare",
             params=("rtol", "atol", "equal_nan"), method=False, inplace=False, flops=6)
 elementwise("logical_and", "(a != 0) and (b != 0)", B, "compare")
 elementwise("logical_or", "(a != 0) or (b != 0)", B, "compare")
@@ -294,6 +318,6 @@ elementwise("bitwise_and", "a & b", B, "int_only")
 elementwise("bitwise_or", "a | b", B, "int_only")
 elementwise("bitwise_xor", "a ^ b", B, "int_only")
 elementwise("bitwise_not", "bitnot(a)", U, "int_only")
-elementwise("bitwise_left_shift", "a << b", B, "int_only")
-elementwise("bitwise_right_shift", "a >> b", B, "int_only")
+elementwise("bitwise_left_shift", "lshift(a, b)", B, "int_only", no_bool=True)
+elementwise("bitwise_right_shift", "rshift(a, b)", B, "int_only", no_bool=True)
 

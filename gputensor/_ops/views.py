@@ -35,8 +35,8 @@ def _view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tupl
     new dims of the same element count (PyTorch's computeStride).
     """
     numel = math.prod(old_shape)
-    if numel == 0:
-        return contiguous_strides(new_shape)
+    if numel == 0 or not old_shape:
+        return contiguous_strides(new_shape)  # empty or 0-d: any same-numel shape is a view
     new_stride = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base_stride = old_stride[-1] if old_stride else 1

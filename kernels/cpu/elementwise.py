@@ -52,6 +52,14 @@ def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bo
     return "\n".join(lines) + "\n"
 
 
+def _scalar(value: Any, cdt: np.dtype) -> Any:
+    """A Python/NumPy scalar in the compute dtype; out-of-range ints wrap like PyTorch's casts."""
+    try:
+        return cdt.type(value)
+    except OverflowError:
+        return np.array(value).astype(cdt)[()]
+
+
 def _merge_dims(shape: tuple[int, ...], strides: list[tuple[int, ...]]
                 ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """Merge adjacent dims that are contiguous with each other in every operand."""
@@ -89,7 +97,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         o = out._np if out._np_buf is out._storage._buf else out._host
         cdt = compute.np_dtype
         if params:
-            params = tuple(map(_NUMBA_COMPUTE.get(compute, cdt).type, params))
+            params = tuple(_scalar(p, _NUMBA_COMPUTE.get(compute, cdt)) for p in params)
         # Fast path: same-shape contiguous inputs already in the compute dtype.
         if out._dtype is compute and compute not in _NUMBA_COMPUTE and o.flags.c_contiguous:
             arrays = []
@@ -126,7 +134,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             if isinstance(x, Tensor):
                 a = x._host
                 if a.size == 1 and n != 1:
-                    operands.append(cdt.type(a.reshape(-1)[0]))  # broadcast scalar
+                    operands.append(_scalar(a.reshape(-1)[0], cdt))  # broadcast scalar
                     pattern.append(False)
                     continue
                 if a.dtype != cdt:
@@ -135,7 +143,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 operands.append(a)
                 pattern.append(True)
             else:
-                operands.append(cdt.type(x))
+                operands.append(_scalar(x, cdt))
                 pattern.append(False)
         pattern = tuple(pattern)
         if n == 0:

@@ -3,12 +3,15 @@
 Elementwise ops are declared as one expression over these names (plus Python arithmetic,
 comparisons, ``and/or/not`` and ``x if c else y``). The CUDA backend maps the same names to
 device functions in its common header. Type-dependent behaviour (ints vs floats vs complex,
-bool) is chosen at compile time with Numba overloads.
+bool) is chosen at compile time with Numba overloads; where C/LLVM leaves a case undefined
+(integer overflow in division, out-of-range shifts, complex division by zero), the functions
+here give PyTorch's answer.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 from numba import njit, types
@@ -39,64 +42,80 @@ trunc = np.trunc
 rint = np.rint  # round half to even, like torch.round
 
 
-def _overloaded(py_impl):
-    """Declare a Numba-callable function whose typed implementation is chosen by overload."""
-    def stub(*args):  # pragma: no cover - only Numba calls it
-        return py_impl(*args)
-    stub.__name__ = py_impl.__name__
-    return stub
+def _vocab(name: str) -> Callable:
+    """A vocabulary name whose typed implementations are the Numba overloads below."""
+    def fn(*args: object) -> object:
+        raise TypeError(f"{name}() is an elementwise-kernel function; it runs inside Numba code")
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
-def isnan(a):  # noqa: D103 - overloaded below
-    raise NotImplementedError  # pragma: no cover  (the Numba overload is the implementation)
+isnan = _vocab("isnan")
+isinf = _vocab("isinf")
+isfinite = _vocab("isfinite")
+bitnot = _vocab("bitnot")
+sign = _vocab("sign")
+ipow = _vocab("ipow")
+fmod = _vocab("fmod")
+mod = _vocab("mod")
+floordiv = _vocab("floordiv")
+tdiv = _vocab("tdiv")
+truediv = _vocab("truediv")
+lshift = _vocab("lshift")
+rshift = _vocab("rshift")
+real = _vocab("real")
+round_decimals = _vocab("round_decimals")
+nan_to_num = _vocab("nan_to_num")
 
 
-def _real_or_int(t) -> bool:
+def _int_or_bool(t: types.Type) -> bool:
     return isinstance(t, types.Integer | types.Boolean)
 
 
+def _any_float(*ts: types.Type) -> bool:
+    return any(isinstance(t, types.Float) for t in ts)
+
+
+def _any_complex(*ts: types.Type) -> bool:
+    return any(isinstance(t, types.Complex) for t in ts)
+
+
+# -- predicates ------------------------------------------------------------------------------
 @overload(isnan)
 def _isnan(a):
-    if _real_or_int(a):
+    if _int_or_bool(a):
         return lambda a: False
     return lambda a: np.isnan(a)
 
 
-def isinf(a):
-    raise NotImplementedError  # pragma: no cover
-
-
 @overload(isinf)
 def _isinf(a):
-    if _real_or_int(a):
+    if _int_or_bool(a):
         return lambda a: False
     return lambda a: np.isinf(a)
 
 
-def isfinite(a):
-    raise NotImplementedError  # pragma: no cover
-
-
 @overload(isfinite)
 def _isfinite(a):
-    if _real_or_int(a):
+    if _int_or_bool(a):
         return lambda a: True
     return lambda a: np.isfinite(a)
 
 
-def bitnot(a):
-    raise NotImplementedError  # pragma: no cover
+@overload(real)
+def _real(a):
+    # Scalar params arrive in the compute dtype; real() lets one expression serve complex too.
+    if isinstance(a, types.Complex):
+        return lambda a: a.real
+    return lambda a: a
 
 
+# -- sign and bits ---------------------------------------------------------------------------
 @overload(bitnot)
 def _bitnot(a):
     if isinstance(a, types.Boolean):
         return lambda a: not a
     return lambda a: ~a
-
-
-def sign(a):
-    raise NotImplementedError  # pragma: no cover
 
 
 @overload(sign)
@@ -105,19 +124,32 @@ def _sign(a):
         return lambda a: a
     if isinstance(a, types.Complex):  # torch.sgn: z / |z|
         return lambda a: a / abs(a) if a != 0 else a * 0
-    if isinstance(a, types.Integer):
-        return lambda a: (a > 0) - (a < 0)
-    return lambda a: a if np.isnan(a) else (a > 0) - (a < 0) + a * 0
+    # PyTorch's (0 < a) - (a < 0) for ints and floats alike: sign(nan) = 0, sign(-inf) = -1.
+    return lambda a: (a > 0) - (a < 0)
 
 
-def ipow(a, b):
-    raise NotImplementedError  # pragma: no cover
+@overload(lshift)
+def _lshift(a, b):
+    def impl(a, b):
+        # Shifts outside [0, 64) are undefined in LLVM; PyTorch defines them as 0. The 64-bit
+        # result is truncated on store, which matches a narrower type's own bit width.
+        return np.int64(a) << np.int64(b) if 0 <= b < 64 else np.int64(0)
+    return impl
 
 
+@overload(rshift)
+def _rshift(a, b):
+    def impl(a, b):
+        # Out-of-range shifts keep only the sign bits, as in PyTorch.
+        x = np.int64(a)
+        return x >> np.int64(b) if 0 <= b < 64 else x >> np.int64(63)
+    return impl
+
+
+# -- powers ----------------------------------------------------------------------------------
 @overload(ipow)
 def _ipow(a, b):
-    if isinstance(a, types.Integer | types.Boolean) and isinstance(b, types.Integer |
-                                                                   types.Boolean):
+    if _int_or_bool(a) and _int_or_bool(b):
         def impl(a, b):
             # Exponentiation by squaring with wrap-around, like C++ integer pow.
             result = a - a + 1
@@ -132,17 +164,73 @@ def _ipow(a, b):
                 e >>= 1
             return result
         return impl
+    if _any_complex(a, b):
+        return lambda a, b: _complex_zero_pow(b) if a == 0 else a ** b
     return lambda a, b: a ** b
 
 
-def fmod(a, b):
-    raise NotImplementedError  # pragma: no cover
+@njit(cache=True)
+def _complex_zero_pow(b):
+    # 0 ** b, which Numba's exp(b * log(0)) turns into NaN: 0 for Re(b) > 0, as in PyTorch.
+    if b.real > 0:
+        return complex(0.0, 0.0)
+    if b == 0:
+        return complex(1.0, 0.0)
+    return complex(math.inf, math.nan) if b.real < 0 else complex(math.nan, math.nan)
+
+
+# -- division --------------------------------------------------------------------------------
+@overload(truediv)
+def _truediv(a, b):
+    if _any_complex(a, b):
+        return lambda a, b: _complex_div(complex(a), complex(b))
+    return lambda a, b: a / b
+
+
+@njit(cache=True)
+def _complex_div(x, y):
+    # Smith's algorithm, as PyTorch and NumPy divide complex numbers. Numba's own complex
+    # division raises ZeroDivisionError for a zero divisor where PyTorch gives inf/nan.
+    a, b, c, d = x.real, x.imag, y.real, y.imag
+    if abs(c) >= abs(d):
+        if c == 0 and d == 0:
+            return complex(a / abs(c), b / abs(d))
+        rat = d / c
+        scl = 1.0 / (c + d * rat)
+        return complex((a + b * rat) * scl, (b - a * rat) * scl)
+    rat = c / d
+    scl = 1.0 / (d + c * rat)
+    return complex((a * rat + b) * scl, (b * rat - a) * scl)
+
+
+@overload(floordiv)
+def _floordiv(a, b):
+    if _int_or_bool(a) and _int_or_bool(b):
+        # INT_MIN // -1 traps in hardware; PyTorch wraps it to INT_MIN, which negation gives.
+        return lambda a, b: -a if b == -1 else a // b
+    return lambda a, b: a // b
+
+
+@overload(tdiv)
+def _tdiv(a, b):
+    if _any_float(a, b):
+        return lambda a, b: np.trunc(a / b)
+
+    def impl(a, b):  # C's truncated integer division
+        if b == -1:
+            return -a  # INT_MIN / -1 wraps, as in PyTorch
+        q = a // b
+        if q < 0 and q * b != a:
+            q += 1
+        return q
+    return impl
 
 
 @overload(fmod)
 def _fmod(a, b):
-    if isinstance(a, types.Float) or isinstance(b, types.Float):
-        return lambda a, b: math.fmod(a, b) if b != 0 else math.nan
+    if _any_float(a, b):
+        return lambda a, b: np.fmod(a, b)
+
     def impl(a, b):  # C's truncated remainder for integers
         r = a % b
         if r != 0 and (r < 0) != (a < 0):
@@ -151,22 +239,19 @@ def _fmod(a, b):
     return impl
 
 
-def tdiv(a, b):
-    raise NotImplementedError  # pragma: no cover
+@overload(mod)
+def _mod(a, b):
+    if _any_float(a, b):
+        def impl(a, b):  # PyTorch's remainder: fmod, moved to the divisor's sign
+            r = np.fmod(a, b)
+            if r != 0 and (b < 0) != (r < 0):
+                r += b
+            return r
+        return impl
+    return lambda a, b: a % b
 
 
-@overload(tdiv)
-def _tdiv(a, b):
-    if isinstance(a, types.Float) or isinstance(b, types.Float):
-        return lambda a, b: np.trunc(a / b)
-    def impl(a, b):  # C's truncated integer division
-        q = a // b
-        if q < 0 and q * b != a:
-            q += 1
-        return q
-    return impl
-
-
+# -- min/max ---------------------------------------------------------------------------------
 @njit(cache=True)
 def maximum(a, b):
     # NaN-propagating, like torch.maximum.
@@ -184,6 +269,31 @@ def minimum(a, b):
     if isnan(b):
         return b
     return a if a <= b else b
+
+
+# -- rounding --------------------------------------------------------------------------------
+@overload(round_decimals)
+def _round_decimals(a, decimals):
+    if _int_or_bool(a):
+        return lambda a, decimals: a  # integers are already round
+    ty = a  # PyTorch scales in the input's own precision
+
+    def impl(a, decimals):
+        if decimals == 0:
+            return np.rint(a)  # half to even
+        if decimals > 0:
+            p = ty(10.0 ** decimals)
+            return np.rint(a * p) / p
+        p = ty(10.0 ** -decimals)
+        return np.rint(a / p) * p
+    return impl
+
+
+# -- activations and special functions ------------------------------------------------------
+@njit(cache=True)
+def relu(a):
+    # 0 for negatives, else the input: keeps NaN and -0.0 (a * 0 would turn -inf into NaN).
+    return 0 if a < 0 else a
 
 
 @njit(cache=True)
@@ -217,9 +327,19 @@ def gelu_tanh(a):
 
 
 @njit(cache=True)
-def nan_to_num(a, nan, posinf, neginf):
+def _nan_to_num_real(a, nan, posinf, neginf):
     if isnan(a):
         return nan
     if isinf(a):
         return posinf if a > 0 else neginf
     return a
+
+
+@overload(nan_to_num)
+def _nan_to_num(a, nan, posinf, neginf):
+    if isinstance(a, types.Complex):  # real and imaginary parts separately, like PyTorch
+        def impl(a, nan, posinf, neginf):
+            return complex(_nan_to_num_real(a.real, nan.real, posinf.real, neginf.real),
+                           _nan_to_num_real(a.imag, nan.real, posinf.real, neginf.real))
+        return impl
+    return lambda a, nan, posinf, neginf: _nan_to_num_real(a, nan, posinf, neginf)

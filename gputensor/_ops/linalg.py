@@ -1,0 +1,915 @@
+"""Linear algebra: matmul and the matrix-product family, tensordot, inner, einsum, kron.
+
+Every matrix product funnels into one backend kernel, so a backend implements a single gemm:
+
+    kernel(out, "_gemm")(out, a, b, c, beta, alpha)      # out = beta * c + alpha * (a @ b)
+
+a: (*Ba, M, K), b: (*Bb, K, N) and out: (*B, M, N) have one ndim (>= 2) and one dtype; the batch
+dims Ba and Bb broadcast to B (each size 1 or equal); c is None or broadcastable to out's shape.
+beta == 0 ignores c and alpha == 0 ignores a @ b (no NaN propagation, as in BLAS and PyTorch);
+out may share memory with c (the in-place addmm_ family). Any strides are allowed. The frontends
+here only validate and build views (unsqueeze, permute, reshape) around that call.
+einsum has its own kernel, ``einsum(out, operands, equation, compute)``, fed an explicit
+letters-only equation whose operands already have every label at its broadcast size.
+
+Cost models (``OpDef.cost``, for the profiler) return (bytes moved, flops):
+``gemm_cost(m, n, k, itemsize, batch=1)`` for the products (``addgemm_cost`` when c is read
+too), ``product_cost(numel, itemsize)`` for outer/kron (one multiply per output element) and
+``einsum_cost(operand_numels, out_numel, summed_size, itemsize)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor, normalize_dim
+from gputensor.kernels.registry import OPS
+
+from ._core import check_out, empty, kernel, op
+from .composite import conj
+from .copying import copy_
+from .views import expand, permute, reshape, unsqueeze
+
+
+# -- cost models -------------------------------------------------------------------------------
+def gemm_cost(m: int, n: int, k: int, itemsize: int, batch: int = 1,
+              accumulate: bool = False) -> tuple[int, int]:
+    """(bytes, flops) of ``batch`` products (m x k) @ (k x n); ``accumulate`` adds reading and
+    adding c (m x n) as in addmm."""
+    out_elems = batch * m * n
+    elems = batch * (m * k + k * n) + out_elems * (2 if accumulate else 1)
+    flops = 2 * out_elems * k + (2 * out_elems if accumulate else 0)
+    return elems * itemsize, flops
+
+
+addgemm_cost = partial(gemm_cost, accumulate=True)
+
+
+def product_cost(numel: int, itemsize: int) -> tuple[int, int]:
+    """(bytes, flops) of an outer-product-like op writing ``numel`` elements."""
+    return 3 * numel * itemsize, numel
+
+
+def einsum_cost(operand_numels: list[int], out_numel: int, summed_size: int,
+                itemsize: int) -> tuple[int, int]:
+    """(bytes, flops) of a naive einsum: each output element multiplies the operands over the
+    ``summed_size`` combinations of the summed labels and adds them up."""
+    n_ops = len(operand_numels)
+    return (sum(operand_numels) + out_numel) * itemsize, out_numel * summed_size * max(n_ops, 1)
+
+
+# -- argument checks -----------------------------------------------------------------------------
+# PyTorch names C++ scalar types in some of its matmul messages.
+_CTYPE = {D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short int", D.int32: "int",
+          D.int64: "long int", D.float16: "c10::Half", D.bfloat16: "c10::BFloat16",
+          D.float32: "float", D.float64: "double", D.complex64: "c10::complex<float>",
+          D.complex128: "c10::complex<double>", D.bool: "bool"}
+
+
+def _tensor_arg(x: Any, name: str, op_name: str, pos: int) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op_name}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _no_bool(dt: D.dtype, impl: str) -> None:
+    if dt is D.bool:
+        raise NotImplementedError(f"\"{impl}\" not implemented for 'Bool'")
+
+
+# ... and the C++ type an alpha/beta converts to (float16/bfloat16 products scale in float).
+_SCALAR_CTYPE = {**_CTYPE, D.uint8: "uint8_t", D.int8: "int8_t", D.int16: "int16_t",
+                 D.int64: "int64_t", D.float16: "float", D.bfloat16: "float"}
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _overflows(value: Any, dt: D.dtype) -> bool:
+    if dt.category == D.INTEGRAL:
+        info = D.iinfo(dt)
+        # Unsigned types take negatives that wrap (-1 -> 255), like PyTorch's checked_convert.
+        return not (info.min if dt.is_signed else -info.max) <= value <= info.max
+    if dt in (D.float16, D.bfloat16, D.float32, D.complex64):
+        return any(math.isfinite(x) and abs(x) > _FLOAT32_MAX
+                   for x in (value.real, value.imag))
+    return False
+
+
+def _scalar(value: Any, dt: D.dtype, name: str, op_name: str) -> Any:
+    """alpha/beta as a Python number of ``dt``'s kind (truncated for integers, like PyTorch)."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    if not isinstance(value, numbers.Number):
+        raise TypeError(f"{op_name}(): argument '{name}' must be Number, not "
+                        f"{type(value).__name__}")
+    overflow = RuntimeError(f"value cannot be converted to type {_SCALAR_CTYPE[dt]} without "
+                            f"overflow")
+    if isinstance(value, numbers.Complex) and not isinstance(value, numbers.Real):
+        if not dt.is_complex:
+            if value.imag:
+                raise overflow
+            value = value.real
+    if dt is D.bool:
+        return bool(value)
+    if dt.category == D.INTEGRAL:
+        value = int(value)
+    elif dt.is_complex:
+        value = complex(value)
+    else:
+        value = float(value)
+    if _overflows(value, dt):
+        raise overflow
+    return value
+
+
+def _device(*tensors: Tensor, op_name: str) -> Any:
+    """The one device of all operands: unlike elementwise ops, products take no 0-d CPU
+    tensor alongside CUDA ones (their kernels read every operand on the device)."""
+    dev = tensors[0].device
+    for t in tensors[1:]:
+        if t.device != dev:
+            raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
+                               f"least two devices, {dev} and {t.device}! (in {op_name})")
+    return dev
+
+
+def _result(out: Tensor | None, shape: tuple[int, ...], dt: D.dtype, dev: Any,
+            op_name: str) -> Tensor:
+    """A fresh output, or ``out`` checked like PyTorch's matmul family (exact dtype)."""
+    if out is None:
+        return empty(shape, dt, dev)
+    if isinstance(out, Tensor) and out._dtype is not dt:
+        raise RuntimeError(f"Expected out tensor to have dtype {_CTYPE[dt]}, but got "
+                           f"{_CTYPE[out._dtype]} instead")
+    check_out(out, shape, dt, dev, op_name)
+    return out
+
+
+def _gemm(res: Tensor, shape: tuple[int, ...], a: Tensor, b: Tensor, c: Tensor | None = None,
+          beta: Any = 0, alpha: Any = 1, bump: bool = False) -> Tensor:
+    """Run the gemm kernel into ``res`` seen as ``shape`` (through a temporary only when res is
+    an out= tensor whose strides admit no such view)."""
+    if res._shape == shape:
+        target = res
+    elif res.dim() == 0:  # views.reshape cannot turn a 0-d tensor into (1, 1)
+        target = unsqueeze(unsqueeze(res, 0), 0)
+    else:
+        target = reshape(res, shape)
+    kernel(res, "_gemm")(target, a, b, c, beta, alpha)
+    if target._storage is not res._storage:
+        copy_(res, reshape(target, res._shape))
+    if bump:
+        res._bump_version()
+    return res
+
+
+def _lead_ones(t: Tensor, ndim: int) -> Tensor:
+    """``t`` with leading size-1 dims up to ``ndim`` dims (always a view)."""
+    for _ in range(ndim - t.dim()):
+        t = unsqueeze(t, 0)
+    return t
+
+
+def _mm_shapes_error(a: tuple[int, ...], b: tuple[int, ...]) -> RuntimeError:
+    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a[0]}x{a[1]} and "
+                        f"{b[0]}x{b[1]})")
+
+
+def _bmm_shapes_error(batch: int, k: int, got: tuple[int, int]) -> RuntimeError:
+    return RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                        f"[{batch}, {k}] but got: [{got[0]}, {got[1]}].")
+
+
+# -- matrix @ matrix -----------------------------------------------------------------------------
+def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
+        res_shape: tuple[int, ...] | None = None) -> Tensor:
+    """a (n x k) @ b (k x m) into a result of ``res_shape`` (default (n, m), same element count)."""
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{_CTYPE[a._dtype]} != {_CTYPE[b._dtype]}")
+    _no_bool(a._dtype, "addmm_impl_cpu_")
+    if a._shape[1] != b._shape[0]:
+        raise _mm_shapes_error(a._shape, b._shape)
+    dev = _device(a, b, op_name=op_name)
+    shape = (a._shape[0], b._shape[1])
+    res = _result(out, shape if res_shape is None else res_shape, a._dtype, dev, op_name)
+    return _gemm(res, shape, a, b, bump=out is not None)
+
+
+@op(cost=gemm_cost)
+def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Matrix product of an (n x k) and a (k x m) matrix."""
+    _tensor_arg(input, "input", "mm", 1)
+    _tensor_arg(mat2, "mat2", "mm", 2)
+    if input.dim() != 2:
+        raise RuntimeError("self must be a matrix")
+    if mat2.dim() != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    return _mm(input, mat2, out, "mm")
+
+
+def _check_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, op_name: str) -> None:
+    for name, x, pos in (("input", input, 1), ("mat1", mat1, 2), ("mat2", mat2, 3)):
+        _tensor_arg(x, name, op_name, pos)
+    for name, x in (("mat1", mat1), ("mat2", mat2)):
+        if x.dim() != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {x.dim()}-D tensor")
+    if input._dtype is not mat2._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{input._dtype.legacy_name} and {mat2._dtype.legacy_name}")
+    if mat1._dtype is not mat2._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{mat1._dtype.legacy_name} and {mat2._dtype.legacy_name}")
+    _no_bool(input._dtype, "addmm_impl_cpu_")
+    if mat1._shape[1] != mat2._shape[0]:
+        raise _mm_shapes_error(mat1._shape, mat2._shape)
+
+
+@op(inplace=True, cost=addgemm_cost)
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
+          out: Tensor | None = None) -> Tensor:
+    """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape."""
+    _check_addmm(input, mat1, mat2, "addmm")
+    dt = input._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "addmm"), _scalar(alpha, dt, "alpha", "addmm")
+    dev = _device(input, mat1, mat2, op_name="addmm")
+    shape = (mat1._shape[0], mat2._shape[1])
+    c = expand(input, shape)
+    res = _result(out, shape, dt, dev, "addmm")
+    return _gemm(res, shape, mat1, mat2, c, beta, alpha, bump=out is not None)
+
+
+def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
+           alpha: Any = 1) -> Tensor:
+    _check_addmm(self, mat1, mat2, "addmm_")
+    shape = (mat1._shape[0], mat2._shape[1])
+    _check_inplace_shape(self, shape)
+    dt = self._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "addmm_"), _scalar(alpha, dt, "alpha", "addmm_")
+    _device(self, mat1, mat2, op_name="addmm_")
+    return _gemm(self, shape, mat1, mat2, self, beta, alpha, bump=True)
+
+
+def _check_inplace_shape(self: Tensor, shape: tuple[int, ...]) -> None:
+    if self._shape != shape:
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(self._shape)} and output "
+                           f"tensor size {list(shape)} should match")
+
+
+# -- batched products ----------------------------------------------------------------------------
+def _check_bmm(batch1: Tensor, batch2: Tensor, op_name: str, impl: str) -> None:
+    for name, x in (("batch1", batch1), ("batch2", batch2)):
+        if x.dim() != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if batch1._dtype is not batch2._dtype:
+        raise RuntimeError(f"expected scalar type {batch1._dtype.legacy_name} but found "
+                           f"{batch2._dtype.legacy_name}")
+    _no_bool(batch1._dtype, impl)
+    b, _, k = batch1._shape
+    if batch2._shape[:2] != (b, k):
+        raise _bmm_shapes_error(b, k, batch2._shape[:2])
+
+
+@op(cost=gemm_cost)
+def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Batched matrix product: (b x n x k) @ (b x k x m) -> (b x n x m)."""
+    _tensor_arg(input, "input", "bmm", 1)
+    _tensor_arg(mat2, "mat2", "bmm", 2)
+    _check_bmm(input, mat2, "bmm", "bmm")
+    dev = _device(input, mat2, op_name="bmm")
+    shape = input._shape[:2] + mat2._shape[2:]
+    res = _result(out, shape, input._dtype, dev, "bmm")
+    return _gemm(res, shape, input, mat2, bump=out is not None)
+
+
+def _check_baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) -> None:
+    for name, x, pos in (("input", input, 1), ("batch1", batch1, 2), ("batch2", batch2, 3)):
+        _tensor_arg(x, name, op_name, pos)
+    _check_bmm(batch1, batch2, op_name, "baddbmm")
+    if input._dtype is not batch1._dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {_CTYPE[input._dtype]}, "
+                           f"batch1: {_CTYPE[batch1._dtype]}, batch2: {_CTYPE[batch2._dtype]}")
+
+
+@op(inplace=True, cost=addgemm_cost)
+def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
+            out: Tensor | None = None) -> Tensor:
+    """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
+    _check_baddbmm(input, batch1, batch2, "baddbmm")
+    dt = input._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "baddbmm"), _scalar(alpha, dt, "alpha", "baddbmm")
+    dev = _device(input, batch1, batch2, op_name="baddbmm")
+    shape = batch1._shape[:2] + batch2._shape[2:]
+    c = expand(input, shape)
+    res = _result(out, shape, dt, dev, "baddbmm")
+    return _gemm(res, shape, batch1, batch2, c, beta, alpha, bump=out is not None)
+
+
+def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
+             alpha: Any = 1) -> Tensor:
+    _check_baddbmm(self, batch1, batch2, "baddbmm_")
+    shape = batch1._shape[:2] + batch2._shape[2:]
+    _check_inplace_shape(self, shape)
+    dt = self._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "baddbmm_"), _scalar(alpha, dt, "alpha", "baddbmm_")
+    _device(self, batch1, batch2, op_name="baddbmm_")
+    return _gemm(self, shape, batch1, batch2, self, beta, alpha, bump=True)
+
+
+def _check_addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) -> None:
+    for name, x, pos in (("input", input, 1), ("batch1", batch1, 2), ("batch2", batch2, 3)):
+        _tensor_arg(x, name, op_name, pos)
+    for name, x in (("batch1", batch1), ("batch2", batch2)):
+        if x.dim() != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    if batch1._shape[0] != batch2._shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got "
+                           f"{batch1._shape[0]} and {batch2._shape[0]}")
+    if batch1._shape[2] != batch2._shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1._shape[1]}x"
+                           f"{batch1._shape[2]} and {batch2._shape[1]}x{batch2._shape[2]})")
+    if input._dtype is not batch2._dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{input._dtype.legacy_name} and {batch2._dtype.legacy_name}")
+    if batch1._dtype is not batch2._dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{batch1._dtype.legacy_name} and {batch2._dtype.legacy_name}")
+    _no_bool(input._dtype, "addmm_impl_cpu_")
+
+
+def _addbmm_operands(batch1: Tensor, batch2: Tensor) -> tuple[Tensor, Tensor]:
+    """The sum over batches of batch1[i] @ batch2[i] as one product: (n, b*k) @ (b*k, m)."""
+    b, n, k = batch1._shape
+    m = batch2._shape[2]
+    return reshape(permute(batch1, 1, 0, 2), (n, b * k)), reshape(batch2, (b * k, m))
+
+
+@op(inplace=True, cost=addgemm_cost)
+def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
+           out: Tensor | None = None) -> Tensor:
+    """beta * input + alpha * sum_i batch1[i] @ batch2[i]; input broadcasts to (n, m)."""
+    _check_addbmm(input, batch1, batch2, "addbmm")
+    dt = input._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "addbmm"), _scalar(alpha, dt, "alpha", "addbmm")
+    dev = _device(input, batch1, batch2, op_name="addbmm")
+    shape = (batch1._shape[1], batch2._shape[2])
+    c = expand(input, shape)
+    res = _result(out, shape, dt, dev, "addbmm")
+    a, b = _addbmm_operands(batch1, batch2)
+    return _gemm(res, shape, a, b, c, beta, alpha, bump=out is not None)
+
+
+def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
+            alpha: Any = 1) -> Tensor:
+    _check_addbmm(self, batch1, batch2, "addbmm_")
+    shape = (batch1._shape[1], batch2._shape[2])
+    _check_inplace_shape(self, shape)
+    dt = self._dtype
+    beta, alpha = _scalar(beta, dt, "beta", "addbmm_"), _scalar(alpha, dt, "alpha", "addbmm_")
+    _device(self, batch1, batch2, op_name="addbmm_")
+    a, b = _addbmm_operands(batch1, batch2)
+    return _gemm(self, shape, a, b, self, beta, alpha, bump=True)
+
+
+# -- matrix @ vector, vector . vector ------------------------------------------------------------
+def _check_addmv(input_dim: int, input_dt: D.dtype, input_numel: int, mat: Tensor,
+                 vec: Tensor) -> None:
+    if mat.dim() != 2 or vec.dim() != 1 or input_dim > 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input_dim}, {mat.dim()}, "
+                           f"{vec.dim()}")
+    if not (input_dt is mat._dtype and mat._dtype is vec._dtype):
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{input_dt.legacy_name}, {mat._dtype.legacy_name}, and "
+                           f"{vec._dtype.legacy_name}")
+    _no_bool(mat._dtype, "addmv_impl_cpu")
+    n, k = mat._shape
+    if vec._shape[0] != k or input_numel not in (n, 1):
+        raise RuntimeError(f"size mismatch, got input ({input_numel}), mat ({n}x{k}), vec "
+                           f"({vec._shape[0]})")
+
+
+def _mv(mat: Tensor, vec: Tensor, out: Tensor | None, op_name: str,
+        res_shape: tuple[int, ...] | None = None) -> Tensor:
+    n = mat._shape[0]
+    _check_addmv(1, D.promote_types(mat._dtype, vec._dtype), n, mat, vec)
+    dev = _device(mat, vec, op_name=op_name)
+    res = _result(out, (n,) if res_shape is None else res_shape, mat._dtype, dev, op_name)
+    return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), bump=out is not None)
+
+
+@op(cost=gemm_cost)
+def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Matrix-vector product: (n x k) @ (k,) -> (n,)."""
+    _tensor_arg(input, "input", "mv", 1)
+    _tensor_arg(vec, "vec", "mv", 2)
+    return _mv(input, vec, out, "mv")
+
+
+def _addmv_prepare(input: Tensor, mat: Tensor, vec: Tensor, beta: Any, alpha: Any,
+                   op_name: str) -> tuple[Tensor, Any, Any]:
+    for name, x, pos in (("input", input, 1), ("mat", mat, 2), ("vec", vec, 3)):
+        _tensor_arg(x, name, op_name, pos)
+    _check_addmv(input.dim(), input._dtype, input.numel(), mat, vec)
+    dt = input._dtype
+    _device(input, mat, vec, op_name=op_name)  # input's device is then everyone's
+    c = unsqueeze(expand(input, (mat._shape[0],)), 1)
+    return c, _scalar(beta, dt, "beta", op_name), _scalar(alpha, dt, "alpha", op_name)
+
+
+@op(inplace=True, cost=addgemm_cost)
+def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1,
+          out: Tensor | None = None) -> Tensor:
+    """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
+    c, beta, alpha = _addmv_prepare(input, mat, vec, beta, alpha, "addmv")
+    n = mat._shape[0]
+    res = _result(out, (n,), input._dtype, input.device, "addmv")
+    return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), c, beta, alpha, bump=out is not None)
+
+
+def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+    c, beta, alpha = _addmv_prepare(self, mat, vec, beta, alpha, "addmv_")
+    n = mat._shape[0]
+    _check_inplace_shape(self, (n,))
+    return _gemm(self, (n, 1), mat, unsqueeze(vec, 1), c, beta, alpha, bump=True)
+
+
+def _check_dot(a: Tensor, b: Tensor) -> None:
+    if a.dim() != 1 or b.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.dim()}D and {b.dim()}D tensors")
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{a._dtype.legacy_name} and {b._dtype.legacy_name}")
+    n, m = a._shape[0], b._shape[0]
+    if n != m:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           f"respectively")
+    _no_bool(a._dtype, "dot")
+
+
+def _dot(a: Tensor, b: Tensor, out: Tensor | None, op_name: str) -> Tensor:
+    _check_dot(a, b)
+    dev = _device(a, b, op_name=op_name)
+    if isinstance(out, Tensor) and out._dtype is not a._dtype:
+        raise RuntimeError(f"result dtype {out._dtype.legacy_name} does not match input dtype "
+                           f"{a._dtype.legacy_name}")
+    res = _result(out, (), a._dtype, dev, op_name)
+    return _gemm(res, (1, 1), unsqueeze(a, 0), unsqueeze(b, 1), bump=out is not None)
+
+
+@op(cost=gemm_cost)
+def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Inner product of two 1-D tensors of one dtype (no conjugation)."""
+    _tensor_arg(input, "input", "dot", 1)
+    _tensor_arg(tensor, "tensor", "dot", 2)
+    return _dot(input, tensor, out, "dot")
+
+
+@op(cost=gemm_cost)
+def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Inner product conjugating the first argument: sum(conj(input) * other)."""
+    _tensor_arg(input, "input", "vdot", 1)
+    _tensor_arg(other, "other", "vdot", 2)
+    _check_dot(input, other)
+    return _dot(conj(input), other, out, "vdot")
+
+
+# -- matmul --------------------------------------------------------------------------------------
+def _foldable(t: Tensor) -> bool:
+    """Whether t's leading dims merge into one (t.view(-1, t.size(-1)) needs no copy)."""
+    if t.numel() == 0:
+        return True
+    sh, st = t._shape, t._stride
+    return all(st[i] == st[i + 1] * sh[i + 1] for i in range(t.dim() - 2))
+
+
+def _broadcast_batch(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    nd = max(len(a), len(b))
+    a, b = (1,) * (nd - len(a)) + a, (1,) * (nd - len(b)) + b
+    out = []
+    # Checked from the right, like PyTorch's infer_size, so the same dim is reported.
+    for i in range(nd - 1, -1, -1):
+        x, y = a[i], b[i]
+        if x != y and x != 1 and y != 1:
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b ({y}) "
+                               f"at non-singleton dimension {i}")
+        out.append(y if x == 1 else x)
+    return tuple(reversed(out))
+
+
+def _matmul_batched(a: Tensor, b: Tensor, out: Tensor | None) -> Tensor:
+    a2 = a if a.dim() >= 2 else unsqueeze(a, 0)
+    b2 = b if b.dim() >= 2 else unsqueeze(b, 1)
+    (n, k), (k2, m) = a2._shape[-2:], b2._shape[-2:]
+    batch = _broadcast_batch(a2._shape[:-2], b2._shape[:-2])
+    if a._dtype is not b._dtype:
+        raise RuntimeError(f"expected scalar type {a._dtype.legacy_name} but found "
+                           f"{b._dtype.legacy_name}")
+    _no_bool(a._dtype, "bmm")
+    if k != k2:
+        raise _bmm_shapes_error(math.prod(batch), k, (math.prod(batch), k2))
+    dev = _device(a, b, op_name="matmul")
+    shape = batch + ((n,) if a.dim() >= 2 else ()) + ((m,) if b.dim() >= 2 else ())
+    res = _result(out, shape, a._dtype, dev, "matmul")
+    nd = len(batch) + 2
+    return _gemm(res, batch + (n, m), _lead_ones(a2, nd), _lead_ones(b2, nd),
+                 bump=out is not None)
+
+
+@op(cost=gemm_cost)
+def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
+    batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
+    removed from the result."""
+    _tensor_arg(input, "input", "matmul", 1)
+    _tensor_arg(other, "other", "matmul", 2)
+    d1, d2 = input.dim(), other.dim()
+    if d1 == 0 or d2 == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are "
+                           f"{d1}D and {d2}D")
+    if d1 == 1 and d2 == 1:
+        return _dot(input, other, out, "matmul")
+    if d1 == 2 and d2 == 1:
+        return _mv(input, other, out, "matmul")
+    if d1 == 1 and d2 == 2:
+        return _mm(unsqueeze(input, 0), other, out, "matmul", (other._shape[1],))
+    if d1 == 2 and d2 == 2:
+        return _mm(input, other, out, "matmul")
+    if d1 >= 3 and d2 <= 2 and _foldable(input):
+        # (..., n, k) @ (k, m): one large product over the merged leading dims, no copy.
+        lead = input._shape[:-1]
+        folded = reshape(input, (math.prod(lead), input._shape[-1]))
+        if d2 == 1:
+            return _mv(folded, other, out, "matmul", lead)
+        return _mm(folded, other, out, "matmul", lead + (other._shape[1],))
+    return _matmul_batched(input, other, out)
+
+
+# -- outer products ------------------------------------------------------------------------------
+def _mul(a: Tensor, b: Tensor, out: Tensor | None = None) -> Tensor:
+    return OPS["mul"].frontend(a, b, out=out)
+
+
+@op(aliases=("ger",), cost=product_cost)
+def outer(input: Tensor, vec2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Outer product of two 1-D tensors (their dtypes promote, as for multiplication)."""
+    _tensor_arg(input, "input", "outer", 1)
+    _tensor_arg(vec2, "vec2", "outer", 2)
+    for name, x in (("self", input), ("vec2", vec2)):
+        if x.dim() != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {x.dim()}-D")
+    return _mul(unsqueeze(input, 1), vec2, out)
+
+
+@op(cost=product_cost)
+def kron(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Kronecker product: result[i*Bs + j] = input[i] * other[j] over every dim (the fewer-dim
+    operand gets leading size-1 dims)."""
+    _tensor_arg(input, "input", "kron", 1)
+    _tensor_arg(other, "other", "kron", 2)
+    nd = max(input.dim(), other.dim())
+    a, b = _lead_ones(input, nd), _lead_ones(other, nd)
+    # Interleave: a as (a0, 1, a1, 1, ...) times b as (1, b0, 1, b1, ...).
+    a_view = reshape(a, tuple(s for n in a._shape for s in (n, 1)))
+    b_view = reshape(b, tuple(s for n in b._shape for s in (1, n)))
+    shape = tuple(x * y for x, y in zip(a._shape, b._shape, strict=True))
+    prod = reshape(_mul(a_view, b_view), shape)
+    if out is None:
+        return prod
+    check_out(out, shape, prod._dtype, prod.device, "kron")
+    return copy_(out, prod)
+
+
+# -- tensordot, inner ----------------------------------------------------------------------------
+_TENSORDOT_DIMS = ("tensordot expects dims to be int or tuple[list[int], list[int]] or "
+                   "list[list[int]] containing two lists, but got dims={}")
+
+
+def _dims_list(x: Any, name: str, pos: int) -> list[int]:
+    if isinstance(x, Tensor):
+        x = x.tolist()
+        x = [x] if isinstance(x, int) else x
+    if not isinstance(x, list | tuple):
+        raise TypeError(f"tensordot(): argument '{name}' (position {pos}) must be tuple of ints, "
+                        f"not {type(x).__name__}")
+    for d in x:
+        if not isinstance(d, int | np.integer) or isinstance(d, bool):
+            raise TypeError(f"tensordot(): argument '{name}' (position {pos}) must be tuple of "
+                            f"ints, but found element of type {type(d).__name__}")
+    return [int(d) for d in x]
+
+
+def _tensordot_dims(dims: Any, nd_a: int, nd_b: int) -> tuple[list[int], list[int]]:
+    """The contracted dims of a and of b as given (not yet normalised)."""
+    if isinstance(dims, Tensor):
+        dims = dims.item() if dims.numel() == 1 else dims.tolist()
+    if isinstance(dims, int | np.integer) and not isinstance(dims, bool):
+        dims = int(dims)
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(nd_a, nd_b):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return list(range(-dims, 0)), list(range(dims))
+    if not isinstance(dims, list | tuple) or len(dims) != 2:
+        raise RuntimeError(_TENSORDOT_DIMS.format(dims))
+    da, db = _dims_list(dims[0], "dims_self", 3), _dims_list(dims[1], "dims_other", 4)
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    return da, db
+
+
+def _normalize_dims(dims: list[int], nd: int) -> list[int]:
+    out = [normalize_dim(d, nd) for d in dims]
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+def _expand_contracted(t: Tensor, dims: list[int], sizes: list[int]) -> Tensor:
+    shape = list(t._shape)
+    for d, s in zip(dims, sizes, strict=True):
+        shape[d] = s
+    return t if tuple(shape) == t._shape else expand(t, shape)
+
+
+@op(method=False, cost=gemm_cost)
+def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
+    """Contract dims of a with dims of b: ``dims`` is an int (a's last n with b's first n) or a
+    pair of lists. A size-1 contracted dim broadcasts against the other side, as in PyTorch."""
+    _tensor_arg(a, "a", "tensordot", 1)
+    _tensor_arg(b, "b", "tensordot", 2)
+    raw_a, raw_b = _tensordot_dims(dims, a.dim(), b.dim())
+    da, db = _normalize_dims(raw_a, a.dim()), _normalize_dims(raw_b, b.dim())
+    sizes = []
+    for ra, rb, x, y in zip(raw_a, raw_b, da, db, strict=True):
+        sa, sb = a._shape[x], b._shape[y]
+        if sa != sb and sa != 1 and sb != 1:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {sa} in "
+                               f"dim {ra} and second has size {sb} in dim {rb}")
+        sizes.append(sb if sa == 1 else sa)
+    if a._dtype is not b._dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    _no_bool(a._dtype, "addmm_impl_cpu_")
+    dev = _device(a, b, op_name="tensordot")
+    free_a = [i for i in range(a.dim()) if i not in da]
+    free_b = [i for i in range(b.dim()) if i not in db]
+    k = math.prod(sizes)
+    pa = math.prod(a._shape[i] for i in free_a)
+    pb = math.prod(b._shape[i] for i in free_b)
+    mat_a = reshape(permute(_expand_contracted(a, da, sizes), free_a + da), (pa, k))
+    mat_b = reshape(permute(_expand_contracted(b, db, sizes), db + free_b), (k, pb))
+    shape = tuple(a._shape[i] for i in free_a) + tuple(b._shape[i] for i in free_b)
+    res = _result(out, shape, a._dtype, dev, "tensordot")
+    return _gemm(res, (pa, pb), mat_a, mat_b, bump=out is not None)
+
+
+@op(cost=gemm_cost)
+def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Sum of products over the last dims (a plain product when either is 0-D)."""
+    _tensor_arg(input, "input", "inner", 1)
+    _tensor_arg(other, "other", "inner", 2)
+    if input.dim() == 0 or other.dim() == 0:
+        return _mul(input, other, out)
+    if input._shape[-1] != other._shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input._shape)} and {list(other._shape)}")
+    return tensordot(input, other, dims=([-1], [-1]), out=out)
+
+
+# -- einsum --------------------------------------------------------------------------------------
+_ELL = "..."
+# Canonical labels handed to the kernel (NumPy's einsum accepts exactly these 52).
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _sublist_to_equation(args: tuple) -> tuple[str, list[Any]]:
+    """einsum(op0, sub0, op1, sub1, ..., [out_sub]) -> ('AB,BC->AC', [op0, op1])."""
+    def term(sub: Any) -> str:
+        parts = []
+        for s in sub:
+            if s is Ellipsis:
+                parts.append(_ELL)
+            elif isinstance(s, int | np.integer) and 0 <= s < 52:
+                parts.append(chr(ord("A") + s) if s < 26 else chr(ord("a") + s - 26))
+            else:
+                raise ValueError("einsum(): subscript in subscript list is not within the valid "
+                                 "range [0, 52)")
+        return "".join(parts)
+    operands, subs = list(args[0::2]), list(args[1::2])
+    lhs = ",".join(term(s) for s in subs[:len(operands)])
+    if len(args) % 2:
+        operands.pop()
+        return lhs + "->" + term(args[-1]), operands
+    return lhs, operands
+
+
+def _einsum_args(args: tuple) -> tuple[str, list[Tensor]]:
+    if args and isinstance(args[0], str):
+        equation, operands = args[0], list(args[1:])
+        if len(operands) == 1 and isinstance(operands[0], list | tuple):
+            operands = list(operands[0])
+    elif len(args) >= 2:
+        equation, operands = _sublist_to_equation(args)
+    else:
+        operands = []
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, "
+                         "or at least one operand and its subscripts list")
+    for i, x in enumerate(operands):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 1, but got "
+                            f"{type(x).__name__}")
+    return equation, operands
+
+
+def _parse_terms(equation: str) -> tuple[list[list[str]], list[str] | None]:
+    """Input terms and the output term (None when implicit) as lists of labels and '...'."""
+    arrow = equation.find("->")
+    lhs_end = len(equation) if arrow < 0 else arrow
+    terms: list[list[str]] = [[]]
+    i = 0
+    while i < lhs_end:
+        ch = equation[i]
+        if ch == ",":
+            terms.append([])
+        elif ch == ".":
+            where = f"operand {len(terms) - 1}"
+            i = _parse_ellipsis(equation, i, terms[-1], where)
+            continue
+        elif ch.isascii() and ch.isalpha():
+            terms[-1].append(ch)
+        elif ch != " ":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               f"string, subscripts must be in [a-zA-Z]")
+        i += 1
+    if arrow < 0:
+        return terms, None
+    output: list[str] = []
+    i = arrow + 2
+    while i < len(equation):
+        ch = equation[i]
+        if ch == ".":
+            i = _parse_ellipsis(equation, i, output, "output")
+            continue
+        if ch.isascii() and ch.isalpha():
+            if ch in output:
+                raise RuntimeError(f"einsum(): output subscript {ch} appears more than once in "
+                                   f"the output")
+            output.append(ch)
+        elif ch != " ":
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation "
+                               f"string, subscripts must be in [a-zA-Z]")
+        i += 1
+    return terms, output
+
+
+def _parse_ellipsis(equation: str, i: int, term: list[str], where: str) -> int:
+    if equation[i:i + 3] != _ELL:
+        raise RuntimeError(f"einsum(): found '.' for {where} that is not part of any ellipsis"
+                           + (" (...)" if where == "output" else ""))
+    if _ELL in term:
+        raise RuntimeError(f"einsum(): found '.' for {where} for which an ellipsis was already "
+                           f"found")
+    term.append(_ELL)
+    return i + 3
+
+
+def _label_dims(term: list[str], x: Tensor, k: int) -> tuple[list[Any], int | None]:
+    """One label per dim of operand k (a letter, or ('...', j) for the j-th dim from the right of
+    its ellipsis block) and where the ellipsis block starts (None without an ellipsis)."""
+    n_letters = len(term) - (_ELL in term)
+    if _ELL not in term and n_letters != x.dim():
+        raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n_letters}) does "
+                           f"not match the number of dimensions ({x.dim()}) for operand {k} and "
+                           f"no ellipsis was given")
+    if n_letters > x.dim():
+        raise RuntimeError(f"einsum(): the number of subscripts in the equation ({n_letters}) is "
+                           f"more than the number of dimensions ({x.dim()}) for operand {k}")
+    n_ell = x.dim() - n_letters
+    labels: list[Any] = []
+    ell_at = None
+    for lab in term:
+        if lab == _ELL:
+            ell_at = len(labels)
+            labels.extend((_ELL, j) for j in range(n_ell - 1, -1, -1))
+        else:
+            labels.append(lab)
+    return labels, ell_at
+
+
+def _label_sizes(all_labels: list[list[Any]], operands: list[Tensor]) -> dict[Any, int]:
+    sizes: dict[Any, int] = {}
+    for k, (labels, x) in enumerate(zip(all_labels, operands, strict=True)):
+        own: dict[Any, int] = {}
+        for lab, s in zip(labels, x._shape, strict=True):
+            if lab in own and own[lab] != s:
+                raise RuntimeError(f"einsum(): subscript {lab} is repeated for operand {k} but the "
+                                   f"sizes don't match, {s} != {own[lab]}")
+            own[lab] = s
+        for lab, s in own.items():
+            prev = sizes.get(lab, 1)
+            if s != prev and s != 1 and prev != 1:
+                what = (f"dimension {lab[1]} (from the right) covered by the ellipsis"
+                        if isinstance(lab, tuple) else f"subscript {lab}")
+                raise RuntimeError(f"einsum(): {what} has size {s} for operand {k} which does not "
+                                   f"broadcast with previously seen size {prev}")
+            sizes[lab] = prev if s == 1 else s
+    return sizes
+
+
+def _output_labels(terms: list[list[str]], output: list[str] | None, n_ell: int) -> list[Any]:
+    ell = [(_ELL, j) for j in range(n_ell - 1, -1, -1)]
+    if output is None:
+        counts: dict[str, int] = {}
+        for term in terms:
+            for lab in term:
+                counts[lab] = counts.get(lab, 0) + 1
+        # Implicit output: the ellipsis dims, then labels seen once, upper case first.
+        return ell + sorted(lab for lab, c in counts.items() if c == 1 and lab != _ELL)
+    seen = {lab for term in terms for lab in term}
+    labels: list[Any] = []
+    for lab in output:
+        if lab == _ELL:
+            labels.extend(ell)
+        elif lab not in seen:
+            raise RuntimeError(f"einsum(): output subscript {lab} does not appear in the equation "
+                               f"for any input operand")
+        else:
+            labels.append(lab)
+    return labels
+
+
+def _einsum_operand(x: Tensor, labels: list[Any], ell_at: int | None, n_ell: int,
+                    sizes: dict) -> tuple[Tensor, list[Any]]:
+    """x with its ellipsis block padded to n_ell dims and every label at its broadcast size."""
+    own_ell = sum(isinstance(lab, tuple) for lab in labels)
+    if ell_at is not None and own_ell < n_ell:
+        for _ in range(n_ell - own_ell):
+            x = unsqueeze(x, ell_at)
+        labels = labels[:ell_at] + [(_ELL, j) for j in range(n_ell - 1, own_ell - 1, -1)] \
+            + labels[ell_at:]
+    shape = tuple(sizes[lab] for lab in labels)
+    return (x if shape == x._shape else expand(x, shape)), labels
+
+
+def _einsum_dtypes(operands: list[Tensor], summed: bool) -> D.dtype:
+    dt = operands[0]._dtype
+    for x in operands[1:]:
+        if x._dtype is not dt:
+            raise RuntimeError(f"expected scalar type {dt.legacy_name} but found "
+                               f"{x._dtype.legacy_name}")
+    if summed and len(operands) > 1:
+        _no_bool(dt, "bmm")
+    if summed and len(operands) == 1 and dt.category <= D.INTEGRAL:
+        return D.int64  # a plain sum, which promotes integers to int64
+    return dt
+
+
+@op(method=False, cost=einsum_cost)
+def einsum(*args: Any) -> Tensor:
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)``, operands as a list, or the sublist
+    form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. Labels are [a-zA-Z]; '...' covers broadcast
+    dims; size-1 dims broadcast; without '->' the output is the labels seen once, sorted."""
+    equation, operands = _einsum_args(args)
+    terms, output = _parse_terms(equation)
+    if len(terms) > len(operands):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    if len(terms) < len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation")
+    parsed = [_label_dims(t, x, k) for k, (t, x) in enumerate(zip(terms, operands, strict=True))]
+    all_labels = [labels for labels, _ in parsed]
+    sizes = _label_sizes(all_labels, operands)
+    n_ell = max((sum(isinstance(lab, tuple) for lab in ls) for ls in all_labels), default=0)
+    for j in range(n_ell):
+        sizes.setdefault((_ELL, j), 1)
+    out_labels = _output_labels(terms, output, n_ell)
+    if len(sizes) > len(_LETTERS):
+        raise RuntimeError(f"einsum(): {len(sizes)} distinct subscripts (counting the dims "
+                           f"covered by ellipses) are more than the {len(_LETTERS)} supported")
+    summed = [lab for lab in sizes if lab not in out_labels]
+    compute = _einsum_dtypes(operands, bool(summed))
+    dev = _device(*operands, op_name="einsum")
+    letter = dict(zip(sizes, _LETTERS, strict=False))
+    prepared, in_terms = [], []
+    for x, (labels, ell_at) in zip(operands, parsed, strict=True):
+        x, labels = _einsum_operand(x, labels, ell_at, n_ell, sizes)
+        prepared.append(x)
+        in_terms.append("".join(letter[lab] for lab in labels))
+    canonical = ",".join(in_terms) + "->" + "".join(letter[lab] for lab in out_labels)
+    res = empty(tuple(sizes[lab] for lab in out_labels), compute, dev)
+    kernel(res, "einsum")(res, prepared, canonical, compute)
+    return res
+
+
+Tensor.addmm_ = addmm_
+Tensor.addmv_ = addmv_
+Tensor.baddbmm_ = baddbmm_
+Tensor.addbmm_ = addbmm_

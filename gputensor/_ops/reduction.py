@@ -1,0 +1,466 @@
+"""Reductions and scans: sum, mean, prod, max/min, arg-extrema, var/std, norm, logsumexp,
+all/any, count_nonzero, cumsum/cumprod, softmax/log_softmax.
+
+Frontends follow PyTorch's signatures and dtype rules and raise its errors before any kernel
+runs. Every kernel receives a freshly allocated, contiguous result in the reduced shape without
+the kept singleton dims (``keepdim`` and ``out=`` are handled here, not by kernels), the input,
+and the normalised, sorted reduced dims.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import warnings
+from collections import namedtuple
+from typing import Any
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
+from gputensor.kernels.registry import OPS
+
+from ._core import as_index_list, check_out, empty, kernel, op
+
+Dims = int | tuple[int, ...] | list[int] | None
+
+# torch.return_types equivalents: tuples whose fields are also attributes.
+MaxResult = namedtuple("max", ["values", "indices"])
+MinResult = namedtuple("min", ["values", "indices"])
+AminmaxResult = namedtuple("aminmax", ["min", "max"])
+
+
+# -- shared helpers ----------------------------------------------------------------------------
+def _dims(input: Tensor, dim: Dims) -> tuple[int, ...]:
+    """Normalised, sorted reduced dims; None and () mean every dim (PyTorch's convention)."""
+    if isinstance(dim, bool):
+        raise TypeError(f"dim must be an int or a tuple of ints, got {dim!r}")
+    dims = as_index_list(dim, input.dim())
+    if input.dim() == 0:
+        return ()
+    return tuple(sorted(dims)) if dims else tuple(range(input.dim()))
+
+
+def _shape(shape: tuple[int, ...], dims: tuple[int, ...], keepdim: bool) -> tuple[int, ...]:
+    if keepdim:
+        return tuple(1 if d in dims else n for d, n in enumerate(shape))
+    return tuple(n for d, n in enumerate(shape) if d not in dims)
+
+
+def _alloc(input: Tensor, dims: tuple[int, ...], keepdim: bool, dt: D.dtype
+           ) -> tuple[Tensor, Tensor]:
+    """(the tensor returned to the user, an alias of it without the kept singleton dims)."""
+    result = empty(_shape(input._shape, dims, keepdim), dt, input.device)
+    if not keepdim:
+        return result, result
+    shape = _shape(input._shape, dims, False)
+    return result, Tensor._make(result._storage, dt, shape, contiguous_strides(shape), 0)
+
+
+def _deliver(result: Tensor, out: Tensor | None, name: str, exact_dtype: bool = False
+             ) -> Tensor:
+    if out is None:
+        return result
+    if exact_dtype and isinstance(out, Tensor) and out.dtype is not result.dtype:
+        raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, but "
+                           f"got {out.dtype} instead")
+    check_out(out, result._shape, result._dtype, result.device, name)
+    return out.copy_(result)
+
+
+def _no_complex(input: Tensor, name: str) -> None:
+    if input.dtype.is_complex:
+        raise RuntimeError(f"{name}(): does not support complex input (got {input.dtype})")
+
+
+def _check_nonempty(input: Tensor, dims: tuple[int, ...], name: str, full: bool) -> None:
+    """Reductions without an identity (max, argmax, ...) refuse empty inputs, like PyTorch."""
+    if full and input.numel() == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for "
+                           f"input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           f"argument.")
+    for d in dims:
+        if input._shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def _accumulate_dtype(input: Tensor, dtype: Any, out: Tensor | None) -> D.dtype | None:
+    """The dtype= of sum-like ops: given, else out's, else None (use the default rule)."""
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    if isinstance(out, Tensor):
+        return out.dtype
+    return None
+
+
+def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
+              out: Tensor | None) -> Tensor:
+    dt = _accumulate_dtype(input, dtype, out)
+    x = input if dt is None or dt is input.dtype else input.to(dt)
+    if dt is None:
+        dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
+    dims = _dims(input, dim)
+    result, flat = _alloc(input, dims, keepdim, dt)
+    kernel(x, name)(flat, x, dims)
+    return _deliver(result, out, name)
+
+
+# -- sums and products -------------------------------------------------------------------------
+@op(method=True)
+def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
+        out: Tensor | None = None) -> Tensor:
+    """Sum over ``dim`` (all dims by default); ints and bools sum in int64."""
+    return _sum_like("sum", input, dim, keepdim, dtype, out)
+
+
+@op(method=True)
+def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
+           out: Tensor | None = None) -> Tensor:
+    """Sum treating NaN as zero."""
+    if input.dtype.is_complex:
+        raise RuntimeError("nansum does not support complex inputs")
+    return _sum_like("nansum", input, dim, keepdim, dtype, out)
+
+
+@op(method=True)
+def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
+         out: Tensor | None = None) -> Tensor:
+    """Product over ``dim``; ints and bools multiply in int64."""
+    return _sum_like("prod", input, dim, keepdim, dtype, out)
+
+
+@op(method=True)
+def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
+         out: Tensor | None = None) -> Tensor:
+    """Arithmetic mean; needs a floating/complex input or ``dtype``."""
+    dt = D.to_dtype(dtype) if dtype is not None else input.dtype
+    if dt.category < D.FLOATING:
+        raise RuntimeError(f"mean(): could not infer output dtype. "
+                           f"{'Optional' if dtype is not None else 'Input'} dtype must be "
+                           f"either a floating point or complex dtype. Got: {dt.legacy_name}")
+    x = input if dt is input.dtype else input.to(dt)
+    dims = _dims(input, dim)
+    result, flat = _alloc(input, dims, keepdim, dt)
+    kernel(x, "mean")(flat, x, dims)
+    return _deliver(result, out, "mean")
+
+
+# -- extrema -----------------------------------------------------------------------------------
+def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | None,
+             full: bool) -> Tensor:
+    _no_complex(input, name)
+    dims = _dims(input, dim)
+    _check_nonempty(input, dims, name, full)
+    result, flat = _alloc(input, dims, keepdim, input.dtype)
+    kernel(input, "amax" if name in ("amax", "max") else "amin")(flat, input, dims)
+    return _deliver(result, out, name, exact_dtype=True)
+
+
+@op(method=True)
+def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
+    """Maximum over ``dim`` (all dims by default); NaN propagates."""
+    return _extreme("amax", input, dim, keepdim, out, full=dim in ((), None))
+
+
+@op(method=True)
+def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
+         out: Tensor | None = None) -> Tensor:
+    """Minimum over ``dim`` (all dims by default); NaN propagates."""
+    return _extreme("amin", input, dim, keepdim, out, full=dim in ((), None))
+
+
+def _arg_extreme(name: str, input: Tensor, dim: int | None, keepdim: bool, largest: bool,
+                 with_values: bool) -> tuple[Tensor | None, Tensor]:
+    """(values, int64 indices) of the extremum along ``dim``; None flattens the input."""
+    _no_complex(input, name)
+    if dim is None or input.dim() == 0:
+        if dim is not None:
+            normalize_dim(dim, 0)
+        dims = tuple(range(input.dim()))
+        _check_nonempty(input, (), name, full=True)
+        kdim = None
+    else:
+        dims = (normalize_dim(dim, input.dim()),)
+        _check_nonempty(input, dims, name, full=False)
+        kdim = dims[0]
+    indices, flat_i = _alloc(input, dims, keepdim, D.int64)
+    values, flat_v = _alloc(input, dims, keepdim, input.dtype) if with_values else (None, None)
+    kernel(input, "_arg_extreme")(flat_v, flat_i, input, kdim, largest)
+    return values, indices
+
+
+def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any:
+    largest = name == "max"
+    if isinstance(dim, Tensor):  # max(a, b): the elementwise maximum
+        return OPS["maximum" if largest else "minimum"].frontend(input, dim, out=out)
+    if dim is None:
+        if keepdim:
+            raise TypeError(f"{name}(): keepdim needs a dim")
+        return _extreme(name, input, None, False, out, full=True)
+    values, indices = _arg_extreme(name, input, dim, keepdim, largest, with_values=True)
+    if out is not None:
+        values = _deliver(values, out[0], name, exact_dtype=True)
+        indices = _deliver(indices, out[1], name, exact_dtype=True)
+    return (MaxResult if largest else MinResult)(values, indices)
+
+
+@op(method=True)
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """max(input) -> the largest value; max(input, dim) -> (values, indices);
+    max(input, other) -> the elementwise maximum."""
+    return _max_min("max", input, dim, keepdim, out)
+
+
+@op(method=True)
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+    """min(input) -> the smallest value; min(input, dim) -> (values, indices);
+    min(input, other) -> the elementwise minimum."""
+    return _max_min("min", input, dim, keepdim, out)
+
+
+def _argop(name: str, input: Tensor, dim: int | None, keepdim: bool,
+           out: Tensor | None) -> Tensor:
+    if input.dtype is D.bool:
+        raise RuntimeError(f"{name}(): does not support bool input")
+    _, indices = _arg_extreme(name, input, dim, keepdim, name == "argmax", with_values=False)
+    return _deliver(indices, out, name, exact_dtype=True)
+
+
+@op(method=True)
+def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
+    """Index of the first maximum along ``dim`` (of the flattened input when dim is None)."""
+    return _argop("argmax", input, dim, keepdim, out)
+
+
+@op(method=True)
+def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
+           out: Tensor | None = None) -> Tensor:
+    """Index of the first minimum along ``dim`` (of the flattened input when dim is None)."""
+    return _argop("argmin", input, dim, keepdim, out)
+
+
+@op(method=True)
+def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
+            out: Any = None) -> AminmaxResult:
+    """(min, max) over ``dim`` (or the whole tensor) in one call."""
+    _no_complex(input, "aminmax")
+    dims = _dims(input, dim) if dim is None else (normalize_dim(dim, input.dim()),)
+    if input.dim() == 0:
+        dims = ()
+    if input.numel() == 0 and (dim is None or builtins.any(input._shape[d] == 0 for d in dims)):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    lo, lo_flat = _alloc(input, dims, keepdim, input.dtype)
+    hi, hi_flat = _alloc(input, dims, keepdim, input.dtype)
+    kernel(input, "amin")(lo_flat, input, dims)
+    kernel(input, "amax")(hi_flat, input, dims)
+    if out is not None:
+        lo = _deliver(lo, out[0], "aminmax", exact_dtype=True)
+        hi = _deliver(hi, out[1], "aminmax", exact_dtype=True)
+    return AminmaxResult(lo, hi)
+
+
+# -- moments -----------------------------------------------------------------------------------
+def _correction(name: str, dim: Any, unbiased: Any, correction: Any) -> tuple[Any, float]:
+    if isinstance(dim, bool):  # var(x, True): the legacy (input, unbiased) overload
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}(): pass either unbiased or correction, not both")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, float(correction)
+
+
+def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
+             correction: Any, with_mean: bool, take_sqrt: bool
+             ) -> tuple[Tensor, Tensor | None]:
+    if input.dtype.category < D.FLOATING:
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+    dim, corr = _correction(name, dim, unbiased, correction)
+    dims = _dims(input, dim)
+    n = math.prod(input._shape[d] for d in dims)
+    if n - corr <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                      f"less than the reduction factor (input numel divided by output numel).",
+                      stacklevel=3)
+    var_t, var_flat = _alloc(input, dims, keepdim, input.dtype.to_real())
+    mean_t, mean_flat = _alloc(input, dims, keepdim, input.dtype) if with_mean else (None, None)
+    kernel(input, "_var_mean")(var_flat, mean_flat, input, dims, corr, take_sqrt)
+    return var_t, mean_t
+
+
+@op(method=True)
+def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+        *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
+    """Variance over ``dim`` with Bessel's ``correction`` (1 by default; unbiased=False -> 0)."""
+    v, _ = _moments("var", input, dim, unbiased, keepdim, correction, False, False)
+    return _deliver(v, out, "var")
+
+
+@op(method=True)
+def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
+        *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
+    """Standard deviation over ``dim`` (see var)."""
+    s, _ = _moments("std", input, dim, unbiased, keepdim, correction, False, True)
+    return _deliver(s, out, "std")
+
+
+@op(method=False)
+def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: float | None = None
+             ) -> tuple[Tensor, Tensor]:
+    """(var, mean) over ``dim`` in one pass over the arguments."""
+    return _moments("var_mean", input, dim, unbiased, keepdim, correction, True, False)
+
+
+@op(method=False)
+def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
+             keepdim: bool = False, *, correction: float | None = None
+             ) -> tuple[Tensor, Tensor]:
+    """(std, mean) over ``dim``."""
+    return _moments("std_mean", input, dim, unbiased, keepdim, correction, True, True)
+
+
+# -- norms and logsumexp -----------------------------------------------------------------------
+def _norm_order(p: Any) -> float:
+    if p is None or p == "fro":
+        return 2.0
+    if isinstance(p, str):
+        raise RuntimeError(f"norm(): only p='fro' and numeric p are supported, got p={p!r} "
+                           f"(use a matrix-norm routine for 'nuc')")
+    if isinstance(p, Tensor):
+        p = p.item()
+    return float(p)
+
+
+@op(method=True)
+def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
+         out: Tensor | None = None, dtype: Any = None) -> Tensor:
+    """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
+    order = _norm_order(p)
+    x = input
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if input.dtype.is_complex and not dt.is_complex:
+            raise RuntimeError(f"linalg.vector_norm: dtype should be complex for complex inputs, "
+                               f"but got {dt.legacy_name}")
+        x = input.to(dt)
+    if x.dtype.category < D.FLOATING:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
+                           f"input. Got {x.dtype.legacy_name}")
+    dims = _dims(x, dim)
+    if order < 0 or order == math.inf:
+        p_txt = {math.inf: "inf", -math.inf: "-inf"}.get(order, f"{order:g}")
+        if x.numel() == 0 and dim is None:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on an empty "
+                               f"tensor because the operation does not have an identity")
+        for d in dims:
+            if x._shape[d] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
+                                   f"dimension {d} because this dimension is empty and the "
+                                   f"operation does not have an identity")
+    result, flat = _alloc(x, dims, keepdim, x.dtype.to_real())
+    kernel(x, "norm")(flat, x, dims, order)
+    return _deliver(result, out, "norm")
+
+
+@op(method=True)
+def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False, *,
+              out: Tensor | None = None) -> Tensor:
+    """log(sum(exp(input))) over ``dim``, computed stably (shifted by the max)."""
+    if input.dtype.is_complex:
+        raise RuntimeError("logsumexp(): complex inputs are not supported")
+    x = input if input.dtype.is_floating_point else input.to(D.get_default_dtype())
+    dims = _dims(x, dim)
+    result, flat = _alloc(x, dims, keepdim, x.dtype)
+    kernel(x, "logsumexp")(flat, x, dims)
+    return _deliver(result, out, "logsumexp")
+
+
+# -- logical -----------------------------------------------------------------------------------
+def _logical(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | None) -> Tensor:
+    dt = D.uint8 if input.dtype is D.uint8 else D.bool  # PyTorch keeps uint8 for uint8 inputs
+    if isinstance(out, Tensor) and out.dtype is not dt:
+        raise RuntimeError(f"{name} only supports bool tensor for result, got: "
+                           f"{out.dtype.legacy_name}")
+    dims = _dims(input, dim)
+    result, flat = _alloc(input, dims, keepdim, dt)
+    kernel(input, name)(flat, input, dims)
+    return _deliver(result, out, name)
+
+
+@op(method=True)
+def all(input: Tensor, dim: Dims = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
+    """True where every element over ``dim`` is non-zero (True for empty reductions)."""
+    return _logical("all", input, dim, keepdim, out)
+
+
+@op(method=True)
+def any(input: Tensor, dim: Dims = None, keepdim: bool = False, *,
+        out: Tensor | None = None) -> Tensor:
+    """True where some element over ``dim`` is non-zero (False for empty reductions)."""
+    return _logical("any", input, dim, keepdim, out)
+
+
+@op(method=True)
+def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
+    """Number of non-zero elements over ``dim``, as int64."""
+    dims = _dims(input, dim)
+    result, _ = _alloc(input, dims, False, D.int64)
+    kernel(input, "count_nonzero")(result, input, dims)
+    return result
+
+
+# -- scans -------------------------------------------------------------------------------------
+def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None) -> Tensor:
+    d = normalize_dim(dim, input.dim())
+    dt = _accumulate_dtype(input, dtype, out)
+    x = input if dt is None or dt is input.dtype else input.to(dt)
+    if dt is None:
+        dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
+    result = empty(input._shape, dt, input.device)
+    kernel(x, "_scan")(result, x, d, "+" if name == "cumsum" else "*")
+    return _deliver(result, out, name)
+
+
+@op(method=True)
+def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
+    """Running sum along ``dim`` (ints and bools in int64, floats accumulated in float64)."""
+    return _scan("cumsum", input, dim, dtype, out)
+
+
+@op(method=True)
+def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
+    """Running product along ``dim``."""
+    return _scan("cumprod", input, dim, dtype, out)
+
+
+# -- softmax -----------------------------------------------------------------------------------
+def _softmax_dim(ndim: int) -> int:
+    # PyTorch's implicit-dim rule for softmax(dim=None).
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -> Tensor:
+    x = input if dtype is None else input.to(D.to_dtype(dtype))
+    if not x.dtype.is_floating_point:
+        raise RuntimeError(f"{name}(): not implemented for '{x.dtype.legacy_name}' tensors "
+                           f"(pass a floating point input or dtype=)")
+    d = normalize_dim(_softmax_dim(x.dim()) if dim is None else dim, x.dim())
+    result = empty(x._shape, x.dtype, x.device)
+    kernel(x, "softmax")(result, x, d, log)
+    return result
+
+
+@op(method=True)
+def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so it never overflows."""
+    return _softmax("softmax", input, dim, dtype, log=False)
+
+
+@op(method=True)
+def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
+    """x - logsumexp(x) along ``dim``."""
+    return _softmax("log_softmax", input, dim, dtype, log=True)

@@ -1,0 +1,1407 @@
+"""Shape and indexing ops: join/split, gather/scatter families, masks, sorting, unique, flips,
+rolls, repeats, triangles and diagonals, padding, grids, searchsorted and counting.
+
+Frontends check everything before a kernel runs (shapes, dims, dtypes, devices and every index
+value against its dimension), compute output shapes and dtypes, allocate outputs and dispatch by
+op name. Ops that only rearrange metadata are composed from view ops, so every backend gets them
+without a kernel of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._device import device as Device
+from gputensor._tensor import Tensor, normalize_dim, parse_size
+
+from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op
+from .copying import clone, strided_copy
+from .views import diagonal as diagonal_view
+from .views import expand, narrow, reshape, transpose, unbind, unsqueeze
+
+# PyTorch's torch.return_types: tuples whose fields are also attributes.
+sort_result = namedtuple("sort", ["values", "indices"])
+topk_result = namedtuple("topk", ["values", "indices"])
+kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+
+_INDEX_DTYPES = (D.int32, D.int64)
+
+
+# -- argument helpers --------------------------------------------------------------------------
+def _is_int(x: Any) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+
+def _as_int(x: Any, what: str) -> int:
+    if isinstance(x, Tensor) and x.numel() == 1 and x.dtype.category == D.INTEGRAL:
+        x = x.item()
+    if not _is_int(x):
+        raise TypeError(f"{what} must be an int, got {type(x).__name__}")
+    return int(x)
+
+
+def _int_list(x: Any, what: str) -> list[int]:
+    """An int, a sequence of ints or an integer tensor as a list of ints."""
+    if isinstance(x, Tensor):
+        x = x.tolist()
+    if _is_int(x):
+        return [int(x)]
+    if not isinstance(x, Sequence):
+        raise TypeError(f"{what} must be an int or a sequence of ints, got {type(x).__name__}")
+    return [_as_int(v, what) for v in x]
+
+
+def _varargs_ints(args: tuple, what: str) -> list[int]:
+    """f(x, 0, 1) or f(x, [0, 1]) or f(x, (0, 1))."""
+    if len(args) == 1 and not _is_int(args[0]):
+        return _int_list(args[0], what)
+    return [_as_int(a, what) for a in args]
+
+
+def _check_tensor(x: Any, what: str, op_name: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{op_name}(): argument '{what}' must be Tensor, not {type(x).__name__}")
+    return x
+
+
+def _tensor_list(tensors: Any, op_name: str) -> list[Tensor]:
+    if isinstance(tensors, Tensor) or not isinstance(tensors, Sequence):
+        raise TypeError(f"{op_name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    return list(tensors)
+
+
+def _dims_unique(dims: list[int], ndim: int) -> list[int]:
+    out = [normalize_dim(d, ndim) for d in dims]
+    for i, d in enumerate(out):
+        if d in out[:i]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return out
+
+
+def _dim_size(t: Tensor, d: int) -> int:
+    """Size of dim ``d``; a 0-d tensor acts as one element along dim 0."""
+    return t._shape[d] if t._shape else 1
+
+
+def _promote_all(tensors: list[Tensor]) -> D.dtype:
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return dt
+
+
+# -- validation helpers ------------------------------------------------------------------------
+def _minmax(t: Tensor) -> tuple[Any, Any]:
+    """(min, max) of a non-empty tensor as Python numbers (one pass on the tensor's backend)."""
+    return kernel(t, "_minmax")(t)
+
+
+def _check_index_dtype(index: Tensor, message: str, *, long_only: bool = False,
+                       exc: type = RuntimeError) -> None:
+    allowed = (D.int64,) if long_only else _INDEX_DTYPES
+    if index.dtype not in allowed:
+        raise exc(message.format(dtype=index.dtype.legacy_name))
+
+
+def _check_bounds(index: Tensor, size: int, dim: int, *, wrap: bool = False,
+                  prefix: str = "") -> int:
+    """Raise IndexError unless every index lies in [0, size) ([-size, size) with ``wrap``).
+
+    Returns the smallest index (0 for an empty index) so callers can tell whether any wraps.
+    """
+    if index.numel() == 0:
+        return 0
+    lo, hi = _minmax(index)
+    if hi >= size or lo < (-size if wrap else 0):
+        bad = hi if hi >= size else lo
+        raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size}")
+    return lo
+
+
+def _alloc(out: Tensor | None, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
+           op_name: str) -> Tensor:
+    """A fresh result, or ``out`` after checking it (these ops need the exact dtype)."""
+    if out is None:
+        return empty(tuple(shape), dtype, dev)
+    _check_tensor(out, "out", op_name)
+    if out.dtype is not dtype:
+        raise RuntimeError(f"Expected out tensor to have dtype {dtype.name}, but got "
+                           f"{out.dtype.name} instead")
+    check_out(out, tuple(shape), dtype, dev, op_name)
+    return out
+
+
+def _written(result: Tensor, out: Tensor | None) -> Tensor:
+    if out is not None:
+        out._storage._version += 1
+    return result
+
+
+def _copy_out(result: Tensor, out: Tensor | None, op_name: str) -> Tensor:
+    """For ops whose size depends on the data: copy the fresh result into ``out``."""
+    if out is None:
+        return result
+    dst = _alloc(out, result._shape, result.dtype, result.device, op_name)
+    strided_copy(dst, result)
+    return _written(dst, out)
+
+
+def _zeros(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
+    t = empty(tuple(shape), dtype, dev)
+    t.fill_(0)
+    t._storage._version = 0
+    return t
+
+
+def _expanded_copy(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A new contiguous tensor holding ``t`` broadcast to ``shape``."""
+    result = empty(tuple(shape), t.dtype, t.device)
+    strided_copy(result, t)
+    return result
+
+
+def _scalar_value(value: Any, op_name: str) -> Any:
+    """A fill value: a Python number or a 0-dim tensor."""
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"{op_name} only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.dim()} dimension(s).")
+        return value.item()
+    if not isinstance(value, int | float | complex | bool | np.number | np.bool_):
+        raise TypeError(f"{op_name}(): value must be a number or a 0-dim tensor, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _bump(t: Tensor) -> Tensor:
+    t._storage._version += 1
+    return t
+
+
+# == joining ===================================================================================
+@op(method=False, aliases=("concat", "concatenate"))
+def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
+        out: Tensor | None = None) -> Tensor:
+    """Join tensors along an existing dim; 1-d empty tensors are skipped, as in PyTorch."""
+    if axis is not None:
+        dim = axis
+    tensors = _tensor_list(tensors, "cat")
+    if not tensors:
+        raise ValueError("cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.dim() == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               f"concatenated")
+    dt = _promote_all(tensors)
+    dev = common_device(*tensors, op_name="cat")
+    parts = [(i, t) for i, t in enumerate(tensors) if t._shape != (0,)]
+    if not parts:
+        d, shape = normalize_dim(dim, 1), (0,)
+    else:
+        d, shape = _cat_shape(parts, dim)
+    result = empty(shape, dt, dev) if out is None else out
+    if out is not None:
+        check_out(out, shape, dt, dev, "cat")
+    inputs = [t for _, t in parts if t.numel()]
+    if result.numel() and inputs:
+        kernel(result, "cat")(result, inputs, d)
+    return _written(result, out)
+
+
+def _cat_shape(parts: list[tuple[int, Tensor]], dim: int) -> tuple[int, tuple[int, ...]]:
+    ref = parts[0][1]
+    nd = ref.dim()
+    d = normalize_dim(dim, nd)
+    total = 0
+    for i, t in parts:
+        if t.dim() != nd:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {nd} and "
+                               f"{t.dim()}")
+        for k in range(nd):
+            if k != d and t._shape[k] != ref._shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
+                                   f"Expected size {ref._shape[k]} but got size {t._shape[k]} "
+                                   f"for tensor number {i} in the list.")
+        total += t._shape[d]
+    return d, ref._shape[:d] + (total,) + ref._shape[d + 1:]
+
+
+@op(method=False)
+def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """Join equally-shaped tensors along a new dim."""
+    tensors = _tensor_list(tensors, "stack")
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    ref = tensors[0]
+    for i, t in enumerate(tensors[1:], 1):
+        if t._shape != ref._shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(ref._shape)} at entry 0 and {list(t._shape)} at entry {i}")
+    d = normalize_dim(dim, ref.dim() + 1)
+    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
+
+
+def _atleast(t: Tensor, n: int) -> Tensor:
+    """atleast_1d/2d/3d: 1-d (k,) -> (1, k) -> (1, k, 1); 2-d (m, k) -> (m, k, 1)."""
+    nd = t.dim()
+    if nd >= n:
+        return t
+    if nd == 0:
+        return reshape(t, (1,) * n)
+    if nd == 1:
+        return reshape(t, (1, t._shape[0]) + ((1,) if n == 3 else ()))
+    return unsqueeze(t, -1)
+
+
+@op(method=False)
+def hstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """Concatenate column-wise (along dim 0 for 1-d inputs, else dim 1)."""
+    ts = [_atleast(t, 1) for t in _tensor_list(tensors, "hstack")]
+    if not ts:
+        raise ValueError("hstack(): expected a non-empty list of Tensors")
+    return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
+
+
+@op(method=False, aliases=("row_stack",))
+def vstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """Concatenate row-wise after making every input at least 2-d."""
+    return cat([_atleast(t, 2) for t in _tensor_list(tensors, "vstack")], 0, out=out)
+
+
+@op(method=False)
+def dstack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """Concatenate depth-wise (dim 2) after making every input at least 3-d."""
+    return cat([_atleast(t, 3) for t in _tensor_list(tensors, "dstack")], 2, out=out)
+
+
+@op(method=False)
+def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Tensor:
+    """Stack 0-d/1-d inputs as columns, concatenating others along dim 1."""
+    ts = _tensor_list(tensors, "column_stack")
+    ts = [reshape(t, (t.numel(), 1)) if t.dim() <= 1 else t for t in ts]
+    return cat(ts, 1, out=out)
+
+
+# == splitting (views) =========================================================================
+def _split_sizes(tensor: Tensor, sizes: list[int], d: int) -> tuple[Tensor, ...]:
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(tensor, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def _need_dims(tensor: Tensor, op_name: str) -> None:
+    if tensor.dim() == 0:
+        raise RuntimeError(f"{op_name} expects at least a 1-dimensional tensor")
+
+
+@op()
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of equal chunks of ``split_size`` (the last may be smaller) or of given sizes."""
+    if not _is_int(split_size_or_sections) and not (
+            isinstance(split_size_or_sections, Tensor) and split_size_or_sections.dim() == 0):
+        return split_with_sizes(tensor, split_size_or_sections, dim)
+    _need_dims(tensor, "split")
+    d = normalize_dim(dim, tensor.dim())
+    s = _as_int(split_size_or_sections, "split_size")
+    n = tensor._shape[d]
+    if s < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got split_size={s}")
+    if s == 0 and n != 0:
+        raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
+                           f"size of {n}")
+    count = max(-(-n // s), 1) if s else 1
+    return _split_sizes(tensor, [min(s, n - i * s) for i in range(count)], d)
+
+
+@op()
+def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """Views of consecutive pieces with the given sizes (which must sum to the dim size)."""
+    _need_dims(input, "split_with_sizes")
+    sizes = _int_list(split_sizes, "split_sizes")
+    d = normalize_dim(dim, input.dim())
+    n = input._shape[d]
+    if any(s < 0 for s in sizes):
+        raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative entries, "
+                           f"but got split_sizes={sizes}")
+    if sum(sizes) != n:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input "
+                           f"tensor's size at dimension {d}), but got split_sizes={sizes}")
+    return _split_sizes(input, sizes, d)
+
+
+@op()
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split into ``chunks`` views of ceil(size / chunks) (fewer if the size runs out)."""
+    _need_dims(input, "chunk")
+    chunks = _as_int(chunks, "chunks")
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    d = normalize_dim(dim, input.dim())
+    n = input._shape[d]
+    if n == 0:
+        return _split_sizes(input, [0] * chunks, d)
+    return split(input, -(-n // chunks), d)
+
+
+@op()
+def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *,
+                 sections: Any = None, indices: Any = None) -> tuple[Tensor, ...]:
+    """Views split into ``sections`` near-equal parts, or at the given ``indices``."""
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    arg = next((a for a in (indices_or_sections, sections, indices) if a is not None), None)
+    if arg is None:
+        raise TypeError("tensor_split() missing required argument 'indices_or_sections'")
+    if isinstance(arg, Tensor):
+        if arg.dtype is not D.int64:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {arg.dtype.legacy_name}")
+        if arg.dim() > 1:
+            raise RuntimeError(f"tensor_split expected tensor_indices_or_sections to be a "
+                               f"zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {arg.dim()} dims")
+        arg = arg.item() if arg.dim() == 0 else arg.tolist()
+    d = normalize_dim(dim, input.dim())
+    n = input._shape[d]
+    if _is_int(arg) and indices is None:
+        s = int(arg)
+        if s <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {s}")
+        base, extra = divmod(n, s)
+        return _split_sizes(input, [base + (i < extra) for i in range(s)], d)
+    bounds = _int_list(arg, "indices")
+    pieces, prev = [], 0
+    for stop in bounds + [n]:
+        start, end, _ = slice(prev, stop).indices(n)
+        pieces.append(narrow(input, d, start, max(end - start, 0)))
+        prev = stop
+    return tuple(pieces)
+
+
+def _split_axis(input: Tensor, arg: Any, d: int, name: str) -> tuple[Tensor, ...]:
+    if _is_int(arg):
+        n = input._shape[d]
+        if arg == 0 or n % arg:
+            raise RuntimeError(f"{name} attempted to split along dimension {d}, but the size "
+                               f"of the dimension {n} is not divisible by the split_size {arg}!")
+    return tensor_split(input, arg, d)
+
+
+def _need_ndim(input: Tensor, n: int, name: str) -> None:
+    if input.dim() < n:
+        raise RuntimeError(f"{name} requires a tensor with at least {n} dimension, but got a "
+                           f"tensor with {input.dim()} dimensions!")
+
+
+@op()
+def hsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    _need_ndim(input, 1, "hsplit")
+    return _split_axis(input, indices_or_sections, 1 if input.dim() > 1 else 0, "hsplit")
+
+
+@op()
+def vsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    _need_ndim(input, 2, "vsplit")
+    return _split_axis(input, indices_or_sections, 0, "vsplit")
+
+
+@op()
+def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
+    _need_ndim(input, 3, "dsplit")
+    return _split_axis(input, indices_or_sections, 2, "dsplit")
+
+
+# == gathering ==================================================================================
+@op()
+def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Entries of ``input`` at ``index`` (a vector, no negative values) along ``dim``."""
+    _check_tensor(index, "index", "index_select")
+    _check_index_dtype(index, "index_select(): Expected dtype int32 or int64 for index")
+    if index.dim() > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    dev = common_device(input, index, op_name="index_select")
+    d = normalize_dim(dim, input.dim())
+    if input.dim() == 0 and index.numel() != 1:
+        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
+                         f"{index.numel()} value(s)")
+    _check_bounds(index, _dim_size(input, d), d, prefix="index_select(): ")
+    shape = input._shape[:d] + (index.numel(),) + input._shape[d + 1:] if input.dim() else ()
+    if out is not None and out.dtype is not input.dtype:
+        raise RuntimeError("index_select(): self and result must have the same scalar type")
+    result = _alloc(out, shape, input.dtype, dev, "index_select")
+    if result.numel():
+        kernel(result, "index_select")(result, input, d, index)
+    return _written(result, out)
+
+
+def _check_gather_shapes(input: Tensor, d: int, index: Tensor) -> None:
+    if max(index.dim(), 1) != max(input.dim(), 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k in range(index.dim()):
+        if k != d and index._shape[k] > input._shape[k]:
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(index._shape)} to be no larger than self "
+                               f"{list(input._shape)} apart from dimension {d}")
+
+
+@op()
+def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
+           out: Tensor | None = None) -> Tensor:
+    """out[i][j][k] = input[index[i][j][k]][j][k] (for dim=0); the result has index's shape."""
+    _check_tensor(index, "index", "gather")
+    _check_index_dtype(index, "gather(): Expected dtype int32/int64 for index")
+    dev = common_device(input, index, op_name="gather")
+    d = normalize_dim(dim, input.dim())
+    if index.numel():
+        _check_gather_shapes(input, d, index)
+        _check_bounds(index, _dim_size(input, d), d)
+    result = _alloc(out, index._shape, input.dtype, dev, "gather")
+    if result.numel():
+        kernel(result, "gather")(result, input, d, index)
+    return _written(result, out)
+
+
+@op()
+def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """Entries of the flattened input at ``index`` (negative values count from the end)."""
+    _check_tensor(index, "index", "take")
+    _check_index_dtype(index, "take(): Expected a long tensor for index, but got {dtype}",
+                       long_only=True)
+    dev = common_device(input, index, op_name="take")
+    n = input.numel()
+    if n == 0 and index.numel():
+        raise IndexError("take(): tried to take from an empty tensor")
+    _check_bounds(index, n, 0, wrap=True, prefix="take(): (on the flattened input) ")
+    result = _alloc(out, index._shape, input.dtype, dev, "take")
+    if result.numel():
+        kernel(result, "take")(result, input, index)
+    return _written(result, out)
+
+
+@op()
+def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
+                   out: Tensor | None = None) -> Tensor:
+    """Gather along ``dim`` after broadcasting input and indices (flattened when dim is None)."""
+    _check_tensor(indices, "indices", "take_along_dim")
+    _check_index_dtype(indices, "take_along_dim(): dtype of indices should be Long but got "
+                       "{dtype}", long_only=True)
+    if dim is None:
+        return gather(reshape(input, -1), 0, reshape(indices, -1), out=out)
+    d = normalize_dim(dim, input.dim())
+    if input.dim() != indices.dim():
+        raise RuntimeError(f"take_along_dim(): input and indices should have the same number "
+                           f"of dimensions, but got {input.dim()} dimensions for input, and "
+                           f"{indices.dim()} dimensions for indices")
+    if input.dim() == 0:
+        return gather(input, d, indices, out=out)
+    size = input._shape[d]
+    if _check_bounds(indices, size, d, wrap=True) < 0:
+        indices = indices + (indices < 0) * size  # wrap negatives; gather sees 0 <= i < size
+    sizes = list(input._shape)
+    sizes[d] = indices._shape[d]
+    shape = broadcast_shapes(tuple(sizes), indices._shape)
+    sizes = list(shape)
+    sizes[d] = size
+    return gather(expand(input, sizes), d, expand(indices, shape), out=out)
+
+
+# == scattering ==================================================================================
+_LEGACY_REDUCE = {None: None, "add": "sum", "multiply": "prod"}
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | None,
+                   op_name: str) -> int:
+    """Validate a scatter into ``self``; returns the normalized dim."""
+    _check_tensor(index, "index", op_name)
+    _check_index_dtype(index, f"{op_name}(): Expected dtype int32/int64 for index")
+    if src is not None and src.dtype is not self.dtype:
+        raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype")
+    common_device(self, index, src, op_name=op_name)
+    d = normalize_dim(dim, self.dim())
+    if index.numel() == 0:
+        return d
+    nd = max(self.dim(), 1)
+    if max(index.dim(), 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and max(src.dim(), 1) != nd:
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    ishape, sshape = index._shape or (1,), self._shape or (1,)
+    srcshape = (src._shape or (1,)) if src is not None else None
+    for k in range(nd):
+        if (k != d and ishape[k] > sshape[k]) or (srcshape and ishape[k] > srcshape[k]):
+            extra = f" and to be no larger size than src {list(src._shape)}" if src is not None \
+                else ""
+            raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
+                               f"{list(self._shape)} apart from dimension {d}{extra}")
+    _check_bounds(index, sshape[d], d)
+    return d
+
+
+def _scatter_source(src: Any, value: Any) -> Any:
+    if src is None and value is None:
+        raise TypeError("scatter() missing required argument 'src' or 'value'")
+    if isinstance(src, Tensor):
+        return src
+    return _scalar_value(value if src is None else src, "scatter")
+
+
+def _scatter(self: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduce: str | None,
+             inplace: bool) -> Tensor:
+    source = _scatter_source(src, value)
+    if reduce not in _LEGACY_REDUCE:
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    d = _check_scatter(self, dim, index, source if isinstance(source, Tensor) else None,
+                       "scatter")
+    target = self if inplace else clone(self)
+    if index.numel():
+        kernel(target, "scatter")(target, d, index, source, _LEGACY_REDUCE[reduce])
+    return _bump(target) if inplace else target
+
+
+def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+             reduce: str | None = None) -> Tensor:
+    return _scatter(self, dim, index, src, value, reduce, True)
+
+
+@op(inplace=True, inplace_fn=scatter_)
+def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
+            reduce: str | None = None) -> Tensor:
+    """Write ``src`` (a tensor or a number) into a copy of input at ``index`` along ``dim``."""
+    return _scatter(input, dim, index, src, value, reduce, False)
+
+
+def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                    include_self: bool, inplace: bool, op_name: str) -> Tensor:
+    _check_tensor(src, "src", op_name)
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _check_scatter(self, dim, index, src, op_name)
+    target = self if inplace else clone(self)
+    if index.numel():
+        kernel(target, "scatter_reduce")(target, d, index, src, reduce, bool(include_self))
+    return _bump(target) if inplace else target
+
+
+def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return _scatter_reduce(self, dim, index, src, "sum", True, True, "scatter_add")
+
+
+@op(inplace=True, inplace_fn=scatter_add_)
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """Add ``src`` into a copy of input at ``index`` along ``dim`` (duplicates accumulate)."""
+    return _scatter_reduce(input, dim, index, src, "sum", True, False, "scatter_add")
+
+
+def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                    include_self: bool = True) -> Tensor:
+    return _scatter_reduce(self, dim, index, src, reduce, include_self, True, "scatter_reduce")
+
+
+@op(inplace=True, inplace_fn=scatter_reduce_)
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
+                   include_self: bool = True) -> Tensor:
+    """Reduce ``src`` into input at ``index`` with sum, prod, mean, amax or amin."""
+    return _scatter_reduce(input, dim, index, src, reduce, include_self, False, "scatter_reduce")
+
+
+# -- index_add / index_copy / index_fill ------------------------------------------------------
+def _check_source_slices(self: Tensor, d: int, source: Tensor, message: str) -> None:
+    sshape, tshape = self._shape or (1,), source._shape or (1,)
+    if len(sshape) != len(tshape) or any(a != b for k, (a, b) in
+                                         enumerate(zip(sshape, tshape, strict=True)) if k != d):
+        raise RuntimeError(message)
+
+
+def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any,
+               inplace: bool) -> Tensor:
+    _check_tensor(index, "index", "index_add_")
+    _check_tensor(source, "source", "index_add_")
+    _check_index_dtype(index, "index_add_(): Expected dtype int32/int64 for index")
+    if index.dim() > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.dim()} with type: {index.dtype.legacy_name} and size: "
+                         f"{list(index._shape)}")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"index_add_(): self ({self.dtype.legacy_name}) and source "
+                           f"({source.dtype.legacy_name}) must have the same scalar type")
+    common_device(self, index, source, op_name="index_add_")
+    d = normalize_dim(dim, self.dim())
+    _check_source_slices(self, d, source, f"source tensor shape must match self tensor shape, "
+                         f"excluding the specified dimension. Got self.shape = "
+                         f"{list(self._shape)} source.shape = {list(source._shape)}")
+    if index.numel() != _dim_size(source, d):
+        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim): ({_dim_size(source, d)}), for dim: {d}")
+    _check_bounds(index, _dim_size(self, d), d, prefix="index_add_(): ")
+    target = self if inplace else clone(self)
+    if index.numel():
+        kernel(target, "index_add")(target, d, index, source, _scalar_value(alpha, "index_add"))
+    return _bump(target) if inplace else target
+
+
+def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
+               alpha: Any = 1) -> Tensor:
+    return _index_add(self, dim, index, source, alpha, True)
+
+
+@op(inplace=True, inplace_fn=index_add_)
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1,
+              out: Tensor | None = None) -> Tensor:
+    """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
+    result = _index_add(input, dim, index, source, alpha, False)
+    return _copy_out(result, out, "index_add")
+
+
+def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: bool) -> Tensor:
+    _check_tensor(index, "index", "index_copy_")
+    _check_tensor(source, "source", "index_copy_")
+    _check_index_dtype(index, "index_copy_(): Expected a long tensor for index, but got {dtype}",
+                       long_only=True)
+    if index.dim() > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
+                         f"{index.dim()})")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but "
+                           f"got (self) {self.dtype.legacy_name} and (source) "
+                           f"{source.dtype.legacy_name}")
+    common_device(self, index, source, op_name="index_copy_")
+    d = normalize_dim(dim, self.dim())
+    if index.numel() != _dim_size(source, d):
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({_dim_size(source, d)})")
+    _check_source_slices(self, d, source, f"index_copy_(): Source/destination tensor must have "
+                         f"same slice shapes. Destination shape {list(self._shape)} and source "
+                         f"shape {list(source._shape)} differ outside dimension {d}.")
+    _check_bounds(index, _dim_size(self, d), d, prefix="index_copy_(): ")
+    target = self if inplace else clone(self)
+    if index.numel():
+        kernel(target, "index_copy")(target, d, index, source)
+    return _bump(target) if inplace else target
+
+
+def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    return _index_copy(self, dim, index, source, True)
+
+
+@op(inplace=True, inplace_fn=index_copy_)
+def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    """input with the slices at ``index`` along ``dim`` replaced by those of ``source``."""
+    return _index_copy(input, dim, index, source, False)
+
+
+def _index_fill(self: Tensor, dim: int, index: Tensor, value: Any, inplace: bool) -> Tensor:
+    _check_tensor(index, "index", "index_fill_")
+    _check_index_dtype(index, "index_fill_(): Expected dtype int64 for index.", long_only=True,
+                       exc=IndexError)
+    if index.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    v = _scalar_value(value, "index_fill_")
+    common_device(self, index, op_name="index_fill_")
+    d = normalize_dim(dim, self.dim())
+    _check_bounds(index, _dim_size(self, d), d, wrap=True)
+    target = self if inplace else clone(self)
+    if index.numel() and target.numel():
+        kernel(target, "index_fill")(target, d, index, v)
+    return _bump(target) if inplace else target
+
+
+def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    return _index_fill(self, dim, index, value, True)
+
+
+@op(inplace=True, inplace_fn=index_fill_)
+def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    """input with the slices at ``index`` along ``dim`` set to ``value`` (negatives wrap)."""
+    return _index_fill(input, dim, index, value, False)
+
+
+# == masks =======================================================================================
+def _check_mask(mask: Any, op_name: str, message: str) -> Tensor:
+    _check_tensor(mask, "mask", op_name)
+    if mask.dtype is not D.bool:
+        raise RuntimeError(message.format(dtype=mask.dtype.name))
+    return mask
+
+
+def _inplace_mask_shape(self: Tensor, mask: Tensor) -> None:
+    shape = broadcast_shapes(self._shape, mask._shape)
+    if shape != self._shape:
+        raise RuntimeError(f"output with shape {list(self._shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+
+
+def _masked_fill(self: Tensor, mask: Tensor, value: Any, inplace: bool) -> Tensor:
+    _check_mask(mask, "masked_fill_", "masked_fill_ only supports boolean masks, but got mask "
+                "with dtype {dtype}")
+    v = _scalar_value(value, "masked_fill_")
+    common_device(self, mask, op_name="masked_fill_")
+    if inplace:
+        _inplace_mask_shape(self, mask)
+        target = self
+    else:
+        target = _expanded_copy(self, broadcast_shapes(self._shape, mask._shape))
+    if target.numel():
+        kernel(target, "masked_fill")(target, mask, v)
+    return _bump(target) if inplace else target
+
+
+def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    return _masked_fill(self, mask, value, True)
+
+
+@op(inplace=True, inplace_fn=masked_fill_)
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
+    """input (broadcast with mask) with ``value`` wherever the boolean mask is True."""
+    return _masked_fill(input, mask, value, False)
+
+
+def _masked_scatter(self: Tensor, mask: Tensor, source: Tensor, inplace: bool) -> Tensor:
+    _check_mask(mask, "masked_scatter_", "masked_scatter_ only supports boolean masks, but got "
+                "mask with dtype {dtype}")
+    _check_tensor(source, "source", "masked_scatter_")
+    if source.dtype is not self.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {self.dtype.legacy_name} and {source.dtype.legacy_name}")
+    common_device(self, mask, source, op_name="masked_scatter_")
+    if inplace:
+        _inplace_mask_shape(self, mask)
+        shape = self._shape
+    else:
+        shape = broadcast_shapes(self._shape, mask._shape)
+    full_mask = expand(mask, shape)
+    count = kernel(full_mask, "_count_nonzero")(full_mask) if full_mask.numel() else 0
+    if source.numel() < count:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    target = self if inplace else _expanded_copy(self, shape)
+    if count:
+        kernel(target, "masked_scatter")(target, full_mask, source)
+    return _bump(target) if inplace else target
+
+
+def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    return _masked_scatter(self, mask, source, True)
+
+
+@op(inplace=True, inplace_fn=masked_scatter_)
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """Copy consecutive elements of ``source`` into input wherever the mask is True."""
+    return _masked_scatter(input, mask, source, False)
+
+
+@op()
+def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """A 1-d tensor of the elements of input (broadcast with mask) where the mask is True."""
+    _check_mask(mask, "masked_select", "masked_select: expected BoolTensor for mask")
+    common_device(input, mask, op_name="masked_select")
+    shape = broadcast_shapes(input._shape, mask._shape)
+    result = kernel(input, "masked_select")(expand(input, shape), expand(mask, shape))
+    return _copy_out(result, out, "masked_select")
+
+
+@op()
+def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Any:
+    """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one column per dim."""
+    nz = kernel(input, "nonzero")(input)
+    if as_tuple:
+        if input.dim() == 0:
+            return (_zeros((nz._shape[0],), D.int64, input.device),)
+        return unbind(nz, 1)
+    return _copy_out(nz, out, "nonzero")
+
+
+@op()
+def argwhere(input: Tensor) -> Tensor:
+    """nonzero(input): the (n, ndim) int64 indices of the non-zero elements."""
+    return nonzero(input)
+
+
+# == sorting and selection =======================================================================
+def _pair_out(out: Any, op_name: str) -> tuple[Tensor | None, Tensor | None]:
+    if out is None:
+        return None, None
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        raise TypeError(f"{op_name}(): argument 'out' must be a tuple of two Tensors")
+    return out[0], out[1]
+
+
+def _no_complex(input: Tensor, op_name: str, bool_ok: bool = True) -> None:
+    if input.is_complex() or (not bool_ok and input.dtype is D.bool):
+        raise RuntimeError(f"{op_name}(): not implemented for '{input.dtype.legacy_name}' "
+                           f"tensors")
+
+
+@op()
+def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
+         out: Any = None) -> sort_result:
+    """(values, indices) sorted along ``dim``; stable, NaN sorts as the largest value."""
+    _no_complex(input, "sort")
+    d = normalize_dim(dim, input.dim())
+    vo, io = _pair_out(out, "sort")
+    values = _alloc(vo, input._shape, input.dtype, input.device, "sort")
+    indices = _alloc(io, input._shape, D.int64, input.device, "sort")
+    if input.numel():
+        kernel(input, "sort")(values, indices, input, d, bool(descending))
+    _written(values, vo)
+    return sort_result(values, _written(indices, io))
+
+
+@op()
+def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """The indices that sort input along ``dim`` (stable)."""
+    return sort(input, dim, descending, stable).indices
+
+
+@op()
+def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
+    """input sorted along dim 0."""
+    return _copy_out(sort(input, 0).values, out, "msort")
+
+
+@op()
+def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
+         out: Any = None) -> topk_result:
+    """The k largest (or smallest) elements along ``dim`` and their indices, in sorted order."""
+    _no_complex(input, "topk", bool_ok=False)
+    k = _as_int(k, "k")
+    d = normalize_dim(dim, input.dim())
+    if not 0 <= k <= _dim_size(input, d):
+        raise RuntimeError("selected index k out of range")
+    shape = input._shape[:d] + (k,) + input._shape[d + 1:] if input.dim() else ()
+    vo, io = _pair_out(out, "topk")
+    values = _alloc(vo, shape, input.dtype, input.device, "topk")
+    indices = _alloc(io, shape, D.int64, input.device, "topk")
+    if values.numel():
+        kernel(input, "topk")(values, indices, input, d, k, bool(largest))
+    _written(values, vo)
+    return topk_result(values, _written(indices, io))
+
+
+@op()
+def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
+             out: Any = None) -> kthvalue_result:
+    """The k-th smallest element (1-based) along ``dim`` and its index."""
+    _no_complex(input, "kthvalue", bool_ok=False)
+    k = _as_int(k, "k")
+    d = normalize_dim(dim, input.dim())
+    if not 1 <= k <= _dim_size(input, d):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    kept = input._shape[:d] + (1,) + input._shape[d + 1:] if input.dim() else ()
+    shape = kept if keepdim or not input.dim() else input._shape[:d] + input._shape[d + 1:]
+    vo, io = _pair_out(out, "kthvalue")
+    values = _alloc(vo, shape, input.dtype, input.device, "kthvalue")
+    indices = _alloc(io, shape, D.int64, input.device, "kthvalue")
+    if values.numel():
+        squeeze = not keepdim and input.dim()
+        kernel(input, "kthvalue")(unsqueeze(values, d) if squeeze else values,
+                                  unsqueeze(indices, d) if squeeze else indices, input, d, k)
+    _written(values, vo)
+    return kthvalue_result(values, _written(indices, io))
+
+
+# == unique ======================================================================================
+def _unique(input: Tensor, sort_first: bool, return_inverse: bool, return_counts: bool,
+            dim: int | None, op_name: str) -> Any:
+    _no_complex(input, op_name)
+    d = None
+    if dim is not None:
+        d = normalize_dim(dim, input.dim())
+        if any(s == 0 for k, s in enumerate(input._shape) if k != d):
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+    values, inverse, counts = kernel(input, "unique")(input, sort_first, d)
+    if not (return_inverse or return_counts):
+        return values
+    return (values,) + ((inverse,) if return_inverse else ()) + \
+        ((counts,) if return_counts else ())
+
+
+@op()
+def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
+           return_counts: bool = False, dim: int | None = None) -> Any:
+    """The sorted unique elements (or slices along ``dim``), with inverse indices and counts."""
+    return _unique(input, True, return_inverse, return_counts, dim, "unique")
+
+
+@op()
+def unique_consecutive(input: Tensor, return_inverse: bool = False, return_counts: bool = False,
+                       dim: int | None = None) -> Any:
+    """Collapse runs of equal consecutive elements (or slices along ``dim``)."""
+    return _unique(input, False, return_inverse, return_counts, dim, "unique_consecutive")
+
+
+# == flips, rolls, rotations =====================================================================
+@op()
+def flip(input: Tensor, *dims: Any) -> Tensor:
+    """A copy of input reversed along ``dims``."""
+    ds = _dims_unique(_varargs_ints(dims, "dims"), input.dim()) if input.dim() else []
+    result = empty(input._shape, input.dtype, input.device)
+    if result.numel():
+        kernel(input, "flip")(result, input, ds)
+    return result
+
+
+@op()
+def fliplr(input: Tensor) -> Tensor:
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+@op()
+def flipud(input: Tensor) -> Tensor:
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+@op()
+def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """Rotate elements along ``dims`` by ``shifts``; without dims, along the flattened tensor."""
+    shifts = _int_list(shifts, "shifts")
+    dims = [] if dims is None else _int_list(dims, "dims")
+    if not dims:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:0")
+        return reshape(roll(reshape(input, -1), shifts, [0]), input._shape)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    if input.dim() == 0:
+        raise IndexError(f"Dimension specified as {dims[0]} but tensor has no dimensions")
+    ds = [normalize_dim(d, input.dim()) for d in dims]
+    result = empty(input._shape, input.dtype, input.device)
+    if result.numel():
+        kernel(input, "roll")(result, input, shifts, ds)
+    return result
+
+
+@op()
+def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims`` (from dims[0] towards dims[1])."""
+    dims = _int_list(dims, "dims")
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (normalize_dim(d, input.dim()) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
+    k = _as_int(k, "k") % 4
+    if k == 1:
+        return transpose(flip(input, [d1]), d0, d1)
+    if k == 2:
+        return flip(input, [d0, d1])
+    if k == 3:
+        return transpose(flip(input, [d0]), d0, d1)
+    return clone(input)
+
+
+# == repeats =====================================================================================
+def repeat(self: Tensor, *sizes: Any) -> Tensor:
+    """Tensor.repeat: tile the tensor ``sizes[i]`` times along each dim (new dims lead)."""
+    reps = parse_size(sizes)
+    nd = self.dim()
+    if len(reps) < nd:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    padded = (1,) * (len(reps) - nd) + self._shape
+    shape = tuple(r * s for r, s in zip(reps, padded, strict=True))
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    result = empty(shape, self.dtype, self.device)
+    if result.numel():
+        kernel(self, "repeat")(result, self, reps)
+    return result
+
+
+@op()
+def tile(input: Tensor, dims: Any) -> Tensor:
+    """Like Tensor.repeat, with ``dims`` padded by leading 1s to input's number of dims."""
+    reps = _int_list(dims, "dims")
+    return repeat(input, [1] * (input.dim() - len(reps)) + reps)
+
+
+def _check_repeats_tensor(repeats: Tensor, op_name: str) -> None:
+    if repeats.dtype not in _INDEX_DTYPES:
+        raise RuntimeError(f"{op_name}(): repeats must be an int32 or int64 tensor, got "
+                           f"{repeats.dtype}")
+    if repeats.numel() and _minmax(repeats)[0] < 0:
+        raise RuntimeError("repeats can not be negative")
+
+
+@op()
+def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
+                      output_size: int | None = None) -> Tensor:
+    """Repeat each element (or slice along ``dim``) ``repeats`` times, in place order.
+
+    With a single tensor argument, returns the indices 0..n-1 each repeated repeats[i] times.
+    """
+    if repeats is None:
+        _check_tensor(input, "repeats", "repeat_interleave")
+        if input.dim() > 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        _check_repeats_tensor(input, "repeat_interleave")
+        from .creation import arange
+        idx = arange(input.numel(), dtype=input.dtype, device=input.device)
+        return repeat_interleave(idx, input, 0, output_size=output_size)
+    if dim is None or input.dim() == 0:
+        input, d = reshape(input, -1), 0
+    else:
+        d = normalize_dim(dim, input.dim())
+    n = input._shape[d]
+    if isinstance(repeats, Tensor):
+        common_device(input, repeats, op_name="repeat_interleave")
+        if repeats.dim() > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        _check_repeats_tensor(repeats, "repeat_interleave")
+        if repeats.numel() != 1:
+            if repeats.numel() != n:
+                raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                                   f"repeats.size(0) = {repeats.numel()} and input.size({d}) = {n}")
+            result = kernel(input, "repeat_interleave")(input, repeats, d)
+            _check_output_size(output_size, result._shape[d])
+            return result
+        repeats = repeats.item()
+    r = _as_int(repeats, "repeats")
+    if r < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    _check_output_size(output_size, n * r)
+    # Each slice repeated r times in a row: a broadcast view made contiguous.
+    shape = input._shape[:d + 1] + (r,) + input._shape[d + 1:]
+    rep = clone(expand(unsqueeze(input, d + 1), shape))
+    return reshape(rep, input._shape[:d] + (n * r,) + input._shape[d + 1:])
+
+
+def _check_output_size(output_size: int | None, size: int) -> None:
+    if output_size is not None and output_size != size:
+        raise RuntimeError("allocated size does not match required size")
+
+
+# == triangles and diagonals =====================================================================
+def _tri(input: Tensor, diagonal: int, out: Tensor | None, name: str, inplace: bool) -> Tensor:
+    if input.dim() < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+    k = _as_int(diagonal, "diagonal")
+    result = input if inplace else _alloc(out, input._shape, input.dtype, input.device, name)
+    if result.numel():
+        kernel(input, name)(result, input, k)
+    return _bump(result) if inplace else _written(result, out)
+
+
+def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(self, diagonal, None, "tril", True)
+
+
+def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
+    return _tri(self, diagonal, None, "triu", True)
+
+
+@op(inplace=True, inplace_fn=tril_)
+def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """The lower triangle of the last two dims (elements above ``diagonal`` set to 0)."""
+    return _tri(input, diagonal, out, "tril", False)
+
+
+@op(inplace=True, inplace_fn=triu_)
+def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """The upper triangle of the last two dims (elements below ``diagonal`` set to 0)."""
+    return _tri(input, diagonal, out, "triu", False)
+
+
+@op()
+def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
+    """1-d input: a square matrix with input on a diagonal; 2-d input: a diagonal's copy."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+    k = _as_int(diagonal, "diagonal")
+    if input.dim() == 2:
+        src = diagonal_view(input, k)
+        result = _alloc(out, src._shape, input.dtype, input.device, "diag")
+        strided_copy(result, src)
+        return _written(result, out)
+    n = input._shape[0] + abs(k)
+    if out is None:
+        result = _zeros((n, n), input.dtype, input.device)
+    else:
+        result = _alloc(out, (n, n), input.dtype, input.device, "diag")
+        result.fill_(0)
+    strided_copy(diagonal_view(result, k), input)
+    return result
+
+
+@op()
+def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
+    """Place the last dim of input on the (dim1, dim2) diagonal of new zero matrices."""
+    nd = input.dim() + 1
+    d1, d2 = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    offset = _as_int(offset, "offset")
+    n = input._shape[-1] + abs(offset)
+    shape = list(input._shape[:-1])
+    for d in sorted((d1, d2)):
+        shape.insert(d, n)
+    result = _zeros(tuple(shape), input.dtype, input.device)
+    strided_copy(diagonal_view(result, offset, d1, d2), input)
+    return result
+
+
+@op()
+def diagflat(input: Tensor, offset: int = 0) -> Tensor:
+    """A square matrix with the flattened input on diagonal ``offset``."""
+    return diag(reshape(input, -1), offset)
+
+
+# == padding =====================================================================================
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+@op(method=False)
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
+        value: float | None = None) -> Tensor:
+    """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...).
+
+    Negative pads crop. Modes: 'constant' (with ``value``), 'reflect', 'replicate', 'circular'.
+    """
+    pads = _int_list(pad, "pad")
+    nd = input.dim()
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pads) // 2 > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pads)} and input of "
+                           f"dimension {nd}")
+    if mode not in _PAD_MODES:
+        raise RuntimeError(f"Unrecognised padding mode {mode}")
+    widths = [(0, 0)] * nd
+    for i in range(len(pads) // 2):
+        widths[nd - 1 - i] = (pads[2 * i], pads[2 * i + 1])
+    if mode != "constant":
+        _check_pad_mode(input, pads, widths, mode, value)
+    shape = tuple(s + lo + hi for s, (lo, hi) in zip(input._shape, widths, strict=True))
+    for d, s in enumerate(shape):
+        if s < 0:
+            raise RuntimeError(f"pad(): the padding {tuple(widths[d])} gives dimension {d} of "
+                               f"input {list(input._shape)} a negative size {s}")
+    fill = 0 if value is None else _scalar_value(value, "pad")
+    result = empty(shape, input.dtype, input.device)
+    if result.numel():
+        kernel(input, "pad")(result, input, widths, mode, fill)
+    return result
+
+
+def _check_pad_mode(input: Tensor, pads: list[int], widths: list[tuple[int, int]], mode: str,
+                    value: Any) -> None:
+    nd, k = input.dim(), len(pads) // 2
+    if value is not None:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if k not in (1, 2, 3) or nd not in (k + 1, k + 2):
+        raise RuntimeError(f"Padding size {len(pads)} is not supported for {nd}D input tensor.")
+    first = 1 if nd == k + 2 else 0  # a leading batch dim may be empty
+    if any(s == 0 for s in input._shape[first:]):
+        raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 "
+                           f"batch size and other non-zero dimensions for input, but got: "
+                           f"{list(input._shape)}")
+    for d in range(nd - k, nd):
+        lo, hi = widths[d]
+        size = input._shape[d]
+        if mode == "reflect" and (lo >= size or hi >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                               f"input dimension, but got: padding ({lo}, {hi}) at dimension "
+                               f"{d} of input {list(input._shape)}")
+        kept = size - max(-lo, 0) - max(-hi, 0)  # circular wraps within the uncropped part
+        if mode == "circular" and (lo > kept or hi > kept):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+
+
+# == grids and broadcasting ======================================================================
+@op(method=False)
+def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
+    """Coordinate grids (broadcast views) from 0-d/1-d tensors; indexing 'ij' (default) or 'xy'."""
+    if len(tensors) == 1 and isinstance(tensors[0], list | tuple):
+        tensors = tuple(tensors[0])
+    ts = _tensor_list(tensors, "meshgrid")
+    if not ts:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    for t in ts:
+        if t.dim() > 1:
+            raise RuntimeError(f"meshgrid: Expected 0D or 1D tensor in the tensor list but got a "
+                               f"tensor of shape {list(t._shape)}")
+        if t.dtype is not ts[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t.device != ts[0].device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f'{indexing}')
+    n = len(ts)
+    pos = list(range(n))
+    if indexing == "xy" and n >= 2:
+        pos[0], pos[1] = 1, 0  # 'xy' swaps the roles of the first two inputs
+    shape = [1] * n
+    for t, p in zip(ts, pos, strict=True):
+        shape[p] = t.numel()
+    return tuple(expand(reshape(t, tuple(shape[k] if k == p else 1 for k in range(n))), shape)
+                 for t, p in zip(ts, pos, strict=True))
+
+
+@op(method=False)
+def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Views of the tensors expanded to their common broadcast shape."""
+    ts = _tensor_list(tensors, "broadcast_tensors")
+    shape = broadcast_shapes(*(t._shape for t in ts))
+    return tuple(expand(t, shape) for t in ts)
+
+
+@op(method=False)
+def cartesian_prod(*tensors: Tensor) -> Tensor:
+    """The cartesian product of 1-d tensors as an (N, len(tensors)) tensor (1-d for one)."""
+    ts = _tensor_list(tensors, "cartesian_prod")
+    for t in ts:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t._shape)}")
+    if len(ts) == 1:
+        return ts[0]
+    return stack([reshape(g, -1) for g in meshgrid(ts, indexing="ij")], 1)
+
+
+# == searching and counting ======================================================================
+def _search_side(right: bool, side: str | None) -> bool:
+    if side is None:
+        return bool(right)
+    if side not in ("left", "right"):
+        raise RuntimeError(f"searchsorted(): side can only be 'left' or 'right' but got {side}")
+    if right and side == "left":
+        raise RuntimeError(f"searchsorted(): side and right can't be set to opposites, got side "
+                           f"of {side} while right was True")
+    return side == "right"
+
+
+def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
+    if sorter.dtype is not D.int64:
+        raise RuntimeError(f"searchsorted(): sorter must be a tensor of long dtype but got "
+                           f"{sorter.dtype.legacy_name}")
+    if sorter._shape != boundaries._shape:
+        raise RuntimeError(f"searchsorted(): boundary and sorter must have the same size, but "
+                           f"got boundary tensor {list(boundaries._shape)} and got sorter tensor "
+                           f"{list(sorter._shape)}")
+    _check_bounds(sorter, boundaries._shape[-1], boundaries.dim() - 1,
+                  prefix="searchsorted(): sorter ")
+
+
+@op(method=False)
+def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
+                 right: bool = False, side: str | None = None, sorter: Tensor | None = None,
+                 out: Tensor | None = None) -> Tensor:
+    """Insertion indices of ``input`` into the innermost dim of ``sorted_sequence``."""
+    bnd = _check_tensor(sorted_sequence, "sorted_sequence", "searchsorted")
+    use_right = _search_side(right, side)
+    if bnd.dim() == 0:
+        raise RuntimeError("searchsorted(): boundaries tensor should have positive dimension, "
+                           "but got 0 dimension")
+    if not isinstance(input, Tensor):
+        from .creation import scalar_tensor
+        value = _scalar_value(input, "searchsorted")
+        input = scalar_tensor(value, D.scalar_dtype(value), bnd.device)
+    if bnd.dim() > 1 and (input.dim() != bnd.dim() or input._shape[:-1] != bnd._shape[:-1]):
+        raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first "
+                           f"N-1 dimensions of boundaries tensor and input value tensor must "
+                           f"match, but we got boundaries tensor {list(bnd._shape)} and input "
+                           f"value tensor {list(input._shape)}")
+    _no_complex(bnd, "searchsorted")
+    _no_complex(input, "searchsorted")
+    dev = common_device(bnd, input, sorter, op_name="searchsorted")
+    if sorter is not None:
+        _check_sorter(_check_tensor(sorter, "sorter", "searchsorted"), bnd)
+    result = _alloc(out, input._shape, D.int32 if out_int32 else D.int64, dev, "searchsorted")
+    if result.numel():
+        compute = D.promote_types(bnd.dtype, input.dtype)
+        kernel(input, "searchsorted")(result, bnd, input, use_right, sorter, compute)
+    return _written(result, out)
+
+
+@op(method=False)
+def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
+              out: Tensor | None = None) -> Tensor:
+    """Bucket indices of ``input`` for the 1-d sorted ``boundaries``."""
+    _check_tensor(boundaries, "boundaries", "bucketize")
+    if boundaries.dim() != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim"
+                           f"({boundaries.dim()})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right, out=out)
+
+
+@op()
+def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -> Tensor:
+    """Counts (or summed weights) of each value of a 1-d non-negative integer tensor."""
+    msg = "bincount only supports 1-d non-negative integral inputs."
+    if input.dtype.category != D.INTEGRAL or input.dim() != 1:
+        raise RuntimeError(msg)
+    minlength = _as_int(minlength, "minlength")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None:
+        _check_tensor(weights, "weights", "bincount")
+        if weights.dim() != 1 or weights.numel() != input.numel():
+            raise RuntimeError("weights should be 1-d and have the same length as input")
+        _no_complex(weights, "bincount")
+    dev = common_device(input, weights, op_name="bincount")
+    lo, hi = _minmax(input) if input.numel() else (0, -1)
+    if lo < 0:
+        raise RuntimeError(msg)
+    if weights is None:
+        dt = D.int64
+    else:
+        dt = D.float32 if weights.dtype is D.float32 else D.float64
+    result = empty((max(hi + 1, minlength),), dt, dev)
+    if result.numel():
+        kernel(input, "bincount")(result, input, weights)
+    return result
+
+
+@op()
+def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
+          out: Tensor | None = None) -> Tensor:
+    """A histogram of ``bins`` equal-width bins over [min, max] (the data range if equal)."""
+    if not input.is_floating_point():
+        raise RuntimeError(f"histc(): not implemented for '{input.dtype.legacy_name}'")
+    bins = _as_int(bins, "bins")
+    if bins <= 0:
+        raise RuntimeError(f"histc(): bins must be > 0, but got {bins}")
+    lo, hi = float(min), float(max)
+    if lo > hi:
+        raise RuntimeError("histc: max must be larger than min")
+    if lo == hi and input.numel():
+        lo, hi = (float(v) for v in _minmax(input))
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite")
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    result = _alloc(out, (bins,), input.dtype, input.device, "histc")
+    kernel(input, "histc")(result, input, bins, lo, hi)
+    return _written(result, out)
+
+
+Tensor.repeat = repeat

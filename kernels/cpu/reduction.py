@@ -1,0 +1,851 @@
+"""CPU reduction kernels: sums, extrema, arg-extrema, norms, moments, scans and softmax.
+
+Every reduction is reduced to one shape: a strided (O, K, I) view of the input whose middle
+axis K is reduced (``plan``). The dims are ordered by memory stride first, so a reduction over
+the innermost dims reads rows (I == 1: each output element owns a contiguous run of K inputs)
+and one over outer dims reads columns (the inner loop walks I contiguous outputs). Inputs that
+cannot be described that way without a copy (e.g. reducing dims 0 and 2 of a contiguous 3-d
+tensor) are copied once with the reduced dims last.
+
+Kernels are generated from a few templates, one scalar expression per op (like the elementwise
+ops), and compiled lazily by Numba in a serial and a parallel variant. Inner loops run over
+slices (signed index arithmetic such as ``x[base + i]`` keeps LLVM from vectorising them).
+
+Accuracy: float32 rows are summed in float32 SIMD lanes over blocks of ``ROW_BLOCK`` elements
+(the block, not the whole row, bounds the rounding error, like NumPy's pairwise sum) and blocks
+are combined in float64; columns accumulate in float64 directly. Row blocks don't depend on
+the thread count, so a row's result is the same serial or parallel.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor
+
+from ..registry import CPU
+from .codegen import load_module
+
+PARALLEL_THRESHOLD = 1 << 19   # elements; below this a parallel launch costs more than it saves
+ROW_BLOCK = 2048               # elements summed in float32 lanes before a float64 combine
+LANES = 64                     # independent accumulators per row block (SIMD-friendly)
+COL_CHUNK = 4096               # outputs per task in a column reduction (accumulators stay in L1)
+_FASTMATH = "{'reassoc', 'nsz', 'contract'}"   # lets LLVM vectorise sums; NaN/inf stay exact
+# Numba cannot compute in these; kernels read float32 copies and results are cast back.
+_NUMBA_COMPUTE = {np.dtype(D.float16.np_dtype): np.float32,
+                  np.dtype(D.bfloat16.np_dtype): np.float32}
+
+
+def _threads() -> int:
+    return numba.config.NUMBA_NUM_THREADS
+
+
+# -- layout planning ---------------------------------------------------------------------------
+@dataclass
+class Plan:
+    """``flat[o*so + k*sk + i*si]`` is element (o, k, i); outputs are (O, I) row-major.
+
+    ``out_axes`` lists the kept input axes in memory order when it differs from their index
+    order (the result then needs a transpose on the way out), else None.
+    """
+
+    flat: np.ndarray
+    O: int
+    K: int
+    I: int
+    so: int
+    sk: int
+    si: int
+    out_axes: list[int] | None = None
+
+
+def host_array(t: Tensor) -> np.ndarray:
+    """The tensor's NumPy view, as float32 if Numba cannot compute in its dtype."""
+    a = t._host
+    cdt = _NUMBA_COMPUTE.get(a.dtype)
+    return a.astype(cdt) if cdt is not None else a
+
+
+def _flat_view(a: np.ndarray) -> np.ndarray:
+    """A 1-d view over the memory spanned by ``a``, starting at its first element."""
+    if a.flags.c_contiguous:
+        return a.reshape(-1)
+    span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides, strict=True)) // a.itemsize
+    return np.lib.stride_tricks.as_strided(a, (span,), (a.itemsize,))
+
+
+def _merge(a: np.ndarray, axes: list[int]) -> tuple[int, int] | None:
+    """(size, stride) of ``axes`` (outer to inner) merged into one axis, or None if they don't."""
+    isz = a.itemsize
+    for p, q in zip(axes, axes[1:], strict=False):
+        if a.strides[p] != a.strides[q] * a.shape[q]:
+            return None
+    return math.prod(a.shape[d] for d in axes), a.strides[axes[-1]] // isz
+
+
+def _runs(axes: list[int], reduced: set[int]) -> list[tuple[bool, list[int]]]:
+    runs: list[tuple[bool, list[int]]] = []
+    for d in axes:
+        r = d in reduced
+        if runs and runs[-1][0] == r:
+            runs[-1][1].append(d)
+        else:
+            runs.append((r, [d]))
+    return runs
+
+
+def plan(a: np.ndarray, dims: tuple[int, ...]) -> Plan:
+    """Describe reducing ``a`` over ``dims`` as reducing the middle axis of a strided (O, K, I)."""
+    reduced = set(dims)
+    kept = [d for d in range(a.ndim) if d not in reduced]
+    K = math.prod(a.shape[d] for d in dims)
+    if a.size == 0:  # nothing to read; every output is the reduction of nothing
+        return Plan(np.empty(1, a.dtype), math.prod(a.shape[d] for d in kept), K, 1, 0, 1, 1)
+    if min(a.strides, default=0) >= 0:
+        axes = sorted((d for d in range(a.ndim) if a.shape[d] != 1), key=lambda d: -a.strides[d])
+        p = _plan_strided(a, axes, reduced)
+        if p is not None:
+            return p
+    # Fallback: one copy with the kept dims first and the reduced dims last.
+    c = np.ascontiguousarray(a.transpose(kept + sorted(reduced)))
+    return Plan(c.reshape(-1), c.size // max(K, 1), K, 1, K, 1, 1)
+
+
+def _plan_strided(a: np.ndarray, axes: list[int], reduced: set[int]) -> Plan | None:
+    runs = _runs(axes, reduced)
+    labels = [r for r, _ in runs]
+    if labels not in ([], [False], [True], [False, True], [True, False], [False, True, False]):
+        return None
+    groups = {}
+    for pos, (r, run) in enumerate(runs):
+        merged = _merge(a, run)
+        if merged is None:
+            return None
+        key = "K" if r else ("I" if pos == len(runs) - 1 else "O")
+        groups[key] = merged
+    (O, so), (K, sk), (I, si) = (groups.get(k, (1, 1)) for k in "OKI")
+    kept_mem = [d for r, run in runs if not r for d in run]
+    out_axes = None if kept_mem == sorted(kept_mem) else kept_mem
+    return Plan(_flat_view(a), O, K, I, so, sk, si, out_axes)
+
+
+def store(result: np.ndarray, values: np.ndarray, p: Plan, in_shape: tuple[int, ...]) -> None:
+    """Write (O*I,) ``values`` into the kept-dims-shaped ``result`` (undoing a transpose)."""
+    if values.size == 0 or np.may_share_memory(result, values):
+        return
+    with np.errstate(over="ignore", invalid="ignore"):  # float16 overflow is inf, as in torch
+        if p.out_axes is None:
+            result.reshape(-1)[...] = values
+            return
+        mem_shape = [in_shape[d] for d in p.out_axes]
+        dst = result.reshape([in_shape[d] for d in sorted(p.out_axes)])
+        dst[...] = values.reshape(mem_shape).transpose(np.argsort(p.out_axes))
+
+
+def direct_target(result: np.ndarray, p: Plan) -> np.ndarray | None:
+    """``result`` flattened, when a kernel can write it in place (same order, Numba dtype)."""
+    if p.out_axes is None and result.flags.c_contiguous and result.dtype not in _NUMBA_COMPUTE:
+        return result.reshape(-1)
+    return None
+
+
+def use_threads(n: int) -> bool:
+    """Run the parallel variant for ``n`` elements?
+
+    Only for big inputs, and only while cores are idle: on an oversubscribed machine a parallel
+    region waits for its slowest (descheduled) thread and runs slower than the serial loop.
+    """
+    if n < PARALLEL_THRESHOLD or _threads() < 2:
+        return False
+    try:
+        return os.getloadavg()[0] < _threads() - 0.5
+    except OSError:  # no load average on this platform
+        return True
+
+
+def _parallel(p: Plan) -> bool:
+    return use_threads(p.O * p.K * p.I)
+
+
+def _col_tasks(p: Plan, parallel: bool, min_rows: int = 64) -> tuple[int, int, int]:
+    """(chunks along I, blocks along K, rows per K block) for a column reduction."""
+    nic = -(-p.I // COL_CHUNK)
+    nkb = 1
+    if parallel and p.O * nic < 2 * _threads():
+        nkb = max(1, min(-(-p.K // min_rows), 4 * _threads() // max(p.O * nic, 1)))
+    kbs = max(1, -(-p.K // nkb))
+    return nic, -(-p.K // kbs) if p.K else 1, kbs
+
+
+# -- the accumulate template: sum, prod, mean, amax, all, norms, var, logsumexp ... ------------
+_ACC_SRC = """\
+import math
+import numpy as np
+from numba import njit, prange
+
+
+@njit(inline='always')
+def _map(x, c, z, p):
+    return {map}
+
+
+@njit(inline='always')
+def _comb(s, v):
+    return {comb}
+
+
+@njit(inline='always')
+def _fin(s, n, p, c):
+    return {fin}
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def rows(x, M, K, rs, ks, bs, nb, init, part, cen, out, p):
+    # Row r is x[r*rs + k*ks], k < K; block b of a row sums bs elements into part[r*nb + b].
+    for t in prange(M * nb):
+        r = t // nb
+        lo = (t - r * nb) * bs
+        hi = min(K, lo + bs)
+        base = r * rs
+        c = {cen_row}
+        s = init
+        if ks == 1:
+            xr = x[base + lo:base + hi]
+            n = hi - lo
+{row_block}
+        else:
+            for k in range(lo, hi):
+                s = _comb(s, _map(x[base + k * ks], c, init, p))
+            part[t] = s
+    for r in prange(M):
+        s = part[r * nb]
+        for b in range(1, nb):
+            s = _comb(s, part[r * nb + b])
+        out[r] = _fin(s, K, p, {cen_row})
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def cols(x, O, K, I, so, sk, si, chunk, nic, nkb, kbs, init, part, cen, out, p):
+    # Task (o, chunk c, K block kb) accumulates part[(o*nkb + kb)*I + i] for i in the chunk.
+    # Inner loops run over slices: signed index arithmetic (x[base + i]) blocks vectorisation.
+    for t in prange(O * nic * nkb):
+        o = t // (nic * nkb)
+        rem = t - o * nic * nkb
+        c0 = rem // nkb
+        kb = rem - c0 * nkb
+        i0 = c0 * chunk
+        n = min(I, i0 + chunk) - i0
+        pr = part[(o * nkb + kb) * I + i0:(o * nkb + kb) * I + i0 + n]
+        for i in range(n):
+            pr[i] = init
+        {cen_slice}
+        k = kb * kbs
+        k1 = min(K, k + kbs)
+        if si == 1:
+            while k + 4 <= k1:  # four rows per sweep: a quarter of the accumulator traffic
+                b = o * so + k * sk + i0
+                x0 = x[b:b + n]
+                x1 = x[b + sk:b + sk + n]
+                x2 = x[b + 2 * sk:b + 2 * sk + n]
+                x3 = x[b + 3 * sk:b + 3 * sk + n]
+                for i in range(n):
+                    c = {cen_chunk}
+                    pr[i] = _comb(pr[i], _comb(
+                        _comb(_map(x0[i], c, init, p), _map(x1[i], c, init, p)),
+                        _comb(_map(x2[i], c, init, p), _map(x3[i], c, init, p))))
+                k += 4
+        while k < k1:
+            b = o * so + k * sk
+            if si == 1:
+                xr = x[b + i0:b + i0 + n]
+                for i in range(n):
+                    c = {cen_chunk}
+                    pr[i] = _comb(pr[i], _map(xr[i], c, init, p))
+            else:
+                for i in range(n):
+                    c = {cen_chunk}
+                    pr[i] = _comb(pr[i], _map(x[b + (i0 + i) * si], c, init, p))
+            k += 1
+    for j in prange(O * I):
+        o = j // I
+        i = j - o * I
+        s = part[o * nkb * I + i]
+        for kb in range(1, nkb):
+            s = _comb(s, part[(o * nkb + kb) * I + i])
+        out[j] = _fin(s, K, p, {cen_out})
+"""
+
+# A contiguous row block, two ways. Sums vectorise by themselves (fastmath reassoc); NaN-aware
+# extrema need explicit lanes (independent accumulators) since LLVM won't reorder those selects.
+_BLOCK_PLAIN = """\
+            for k in range(n):
+                s = _comb(s, _map(xr[k], c, init, p))
+            part[t] = s"""
+_BLOCK_LANES = """\
+            lanes = np.full({lanes}, init)
+            k = 0
+            while k + {lanes} <= n:
+                blk = xr[k:k + {lanes}]
+                for j in range({lanes}):
+                    lanes[j] = _comb(lanes[j], _map(blk[j], c, init, p))
+                k += {lanes}
+            part[t] = init  # lanes combine in the accumulator dtype
+            for j in range({lanes}):
+                part[t] = _comb(part[t], lanes[j])
+            for k in range(k, n):
+                part[t] = _comb(part[t], _map(xr[k], c, init, p))"""
+
+_MAX = "v if v > s or v != v else s"   # NaN wins and sticks, like torch.amax
+_MIN = "v if v < s or v != v else s"
+_ABS2 = "(x - c).real * (x - c).real + (x - c).imag * (x - c).imag"
+
+
+@dataclass(frozen=True)
+class AccSpec:
+    map: str
+    comb: str
+    fin: str = "s"
+    fastmath: bool = True      # safe for sums (reassociation only); off for NaN-aware selects
+    center: bool = False       # the map reads a per-output value c (the mean, the max)
+    kind: str = "sum"          # how lane/accumulator dtypes follow the input: sum, same, bool
+
+
+ACC_SPECS: dict[str, AccSpec] = {
+    "sum": AccSpec("x", "s + v"),
+    "nansum": AccSpec("x if x == x else z", "s + v"),
+    "prod": AccSpec("x", "s * v"),
+    "mean": AccSpec("x", "s + v", "s / n"),
+    "amax": AccSpec("x", _MAX, fastmath=False, kind="same"),
+    "amin": AccSpec("x", _MIN, fastmath=False, kind="same"),
+    "all": AccSpec("x != 0", "s & v", kind="bool"),
+    "any": AccSpec("x != 0", "s | v", kind="bool"),
+    "count_nonzero": AccSpec("x != 0", "s + v", kind="int"),
+    "norm0": AccSpec("x != 0", "s + v", kind="real"),
+    "norm1": AccSpec("abs(x)", "s + v", kind="real"),
+    "norm2": AccSpec("x.real * x.real + x.imag * x.imag", "s + v", "np.sqrt(s)", kind="real"),
+    "normp": AccSpec("abs(x) ** p", "s + v", "s ** (1.0 / p)", kind="real64"),
+    "norminf": AccSpec("abs(x)", _MAX, fastmath=False, kind="real"),
+    "normninf": AccSpec("abs(x)", _MIN, fastmath=False, kind="real"),
+    "var": AccSpec(_ABS2, "s + v", "s / max(n - p, 0)", center=True, kind="real64"),
+    "std": AccSpec(_ABS2, "s + v", "np.sqrt(s / max(n - p, 0))", center=True, kind="real64"),
+    "sumexp": AccSpec("np.exp(x - c)", "s + v", "np.log(s) + c", center=True, kind="real64"),
+}
+
+_INITS = {"sum": 0, "nansum": 0, "mean": 0, "prod": 1, "all": True, "any": False,
+          "count_nonzero": 0, "norm0": 0, "norm1": 0, "norm2": 0, "normp": 0, "norminf": 0,
+          "normninf": math.inf, "var": 0, "std": 0, "sumexp": 0}
+
+
+def _wide(dt: np.dtype) -> np.dtype:
+    if dt.kind in "biu":
+        return np.dtype(np.int64)
+    return np.dtype(np.complex128 if dt.kind == "c" else np.float64)
+
+
+def _acc_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
+    """(lane dtype that sums a row block, dtype that combines blocks and accumulates columns)."""
+    kind = ACC_SPECS[name].kind
+    f64 = np.dtype(np.float64)
+    if kind == "same":
+        return dt, dt
+    if kind == "bool":
+        return np.dtype(np.bool_), np.dtype(np.bool_)
+    if kind == "int":
+        return np.dtype(np.int64), np.dtype(np.int64)
+    if kind == "real":  # |x|-like values: float32 lanes for single precision inputs
+        return (np.dtype(np.float32) if dt in (np.float32, np.complex64) else f64), f64
+    if kind == "real64":
+        return f64, f64
+    lane = np.dtype(np.int64) if dt.kind in "biu" else dt
+    return lane, _wide(lane)
+
+
+def _extreme_init(name: str, dt: np.dtype) -> object:
+    high = name == "amin"
+    if dt.kind == "b":
+        return high
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        return info.max if high else info.min
+    return math.inf if high else -math.inf
+
+
+_ACC_CACHE: dict[tuple[str, bool], object] = {}
+
+
+def _acc_module(name: str, parallel: bool) -> object:
+    mod = _ACC_CACHE.get((name, parallel))
+    if mod is None:
+        s = ACC_SPECS[name]
+        block = _BLOCK_PLAIN if s.fastmath else _BLOCK_LANES.format(lanes=LANES)
+        src = _ACC_SRC.format(
+            map=s.map, comb=s.comb, fin=s.fin, parallel=parallel, row_block=block,
+            fastmath=_FASTMATH if s.fastmath else "False",
+            cen_row="cen[r]" if s.center else "0", cen_out="cen[j]" if s.center else "0",
+            cen_chunk="cr[i]" if s.center else "0",
+            cen_slice="cr = cen[o * I + i0:o * I + i0 + n]" if s.center else "")
+        mod = _ACC_CACHE[name, parallel] = load_module(f"red_{name}", src)
+    return mod
+
+
+def accumulate(name: str, a: np.ndarray, dims: tuple[int, ...], out_dtype: np.dtype,
+               p: float = 0.0, center: np.ndarray | None = None, pl: Plan | None = None,
+               result: np.ndarray | None = None) -> tuple[np.ndarray, Plan]:
+    """Reduce ``a`` over ``dims`` with the op ``name``; returns the flat (O*I,) values.
+
+    With ``result`` (the kept-dims-shaped output), the values are written straight into it
+    when its layout allows, else returned for ``store``.
+    """
+    pl = pl or plan(a, dims)
+    lane, acc = _acc_dtypes(name, a.dtype)
+    init = _extreme_init(name, a.dtype) if name in ("amax", "amin") else _INITS[name]
+    out = direct_target(result, pl) if result is not None else None
+    if out is None:
+        out = np.empty(pl.O * pl.I, _NUMBA_COMPUTE.get(np.dtype(out_dtype), out_dtype))
+    if out.size == 0:
+        return out, pl
+    cen = np.zeros(1) if center is None else center
+    par = _parallel(pl)
+    mod = _acc_module(name, par)
+    if pl.I == 1:
+        nb = max(1, -(-pl.K // ROW_BLOCK))
+        part = np.empty(pl.O * nb, acc)
+        mod.rows(pl.flat, pl.O, pl.K, pl.so, pl.sk, ROW_BLOCK, nb, lane.type(init), part, cen,
+                 out, float(p))
+    else:
+        nic, nkb, kbs = _col_tasks(pl, par)
+        part = np.empty(pl.O * nkb * pl.I, acc)
+        mod.cols(pl.flat, pl.O, pl.K, pl.I, pl.so, pl.sk, pl.si, COL_CHUNK, nic, nkb, kbs,
+                 acc.type(init), part, cen, out, float(p))
+    return out, pl
+
+
+def _reduce_into(name: str, result: Tensor, inp: Tensor, dims: tuple[int, ...],
+                 p: float = 0.0) -> None:
+    a = host_array(inp)
+    r = result._host
+    values, pl = accumulate(name, a, dims, r.dtype, p, result=r)
+    store(r, values, pl, a.shape)
+
+
+def _acc_kernel(name: str) -> Callable[..., None]:
+    def run(result: Tensor, inp: Tensor, dims: tuple[int, ...]) -> None:
+        _reduce_into(name, result, inp, dims)
+    run.__name__ = name
+    return run
+
+
+for _name in ("sum", "nansum", "prod", "mean", "amax", "amin", "all", "any", "count_nonzero"):
+    CPU.register(_name)(_acc_kernel(_name))
+
+
+@CPU.register("norm")
+def norm(result: Tensor, inp: Tensor, dims: tuple[int, ...], p: float) -> None:
+    name = {0.0: "norm0", 1.0: "norm1", 2.0: "norm2", math.inf: "norminf",
+            -math.inf: "normninf"}.get(float(p), "normp")
+    _reduce_into(name, result, inp, dims, p)
+
+
+@CPU.register("_var_mean")
+def var_mean(var: Tensor, mean: Tensor | None, inp: Tensor, dims: tuple[int, ...],
+             correction: float, take_sqrt: bool) -> None:
+    """Two passes (mean, then squared deviations) in float64: exact-ish even for offsets."""
+    a = host_array(inp)
+    wide = _wide(a.dtype) if a.dtype.kind in "fc" else np.dtype(np.float64)
+    m, pl = accumulate("mean", a, dims, wide)
+    v, _ = accumulate("std" if take_sqrt else "var", a, dims, np.float64, correction,
+                      center=_center_for(m), pl=pl, result=var._host)
+    store(var._host, v, pl, a.shape)
+    if mean is not None:
+        store(mean._host, m, pl, a.shape)
+
+
+@CPU.register("logsumexp")
+def logsumexp(result: Tensor, inp: Tensor, dims: tuple[int, ...]) -> None:
+    a = host_array(inp)
+    m, pl = accumulate("amax", a, dims, np.float64)
+    m[np.isinf(m)] = 0.0  # all -inf (or an inf) rows: shift by 0 so the result is +-inf, not nan
+    s, _ = accumulate("sumexp", a, dims, np.float64, center=_center_for(m), pl=pl,
+                      result=result._host)
+    store(result._host, s, pl, a.shape)
+
+
+def _center_for(values: np.ndarray) -> np.ndarray:
+    # ``values`` come out in the plan's (O, I) order, which is the order a second pass reads.
+    return values if values.size else np.zeros(1, values.dtype)
+
+
+# -- arg-extrema: max/min along a dim with indices, argmax/argmin ------------------------------
+_ARG_SRC = """\
+import numpy as np
+from numba import njit, prange
+
+
+@njit(inline='always')
+def _better(v, b):
+    # Strictly better keeps the first extremum; the first NaN wins and sticks (like torch).
+    return v {op} b or (v != v and b == b)
+
+
+@njit(inline='always')
+def _pick(a, v):
+    # The extremum of a and v, NaN-sticky; the form vectorises across explicit lanes.
+    return a if (a {op}= v or a != a) else v
+
+
+@njit(cache=True, parallel={parallel}, error_model='numpy')
+def rows(x, M, K, rs, ks, bs, nb, pv, pi, vals, idxs):
+    for t in prange(M * nb):
+        r = t // nb
+        lo = (t - r * nb) * bs
+        hi = min(K, lo + bs)
+        base = r * rs
+        if ks == 1:
+            # Two passes over an L1-resident block: its extremum (SIMD lanes), then the
+            # first position holding it.
+            xr = x[base + lo:base + hi]
+            n = hi - lo
+            lanes = np.full({lanes}, xr[0])
+            k = 0
+            while k + {lanes} <= n:
+                blk = xr[k:k + {lanes}]
+                for j in range({lanes}):
+                    lanes[j] = _pick(lanes[j], blk[j])
+                k += {lanes}
+            best = xr[0]
+            for j in range({lanes}):
+                best = _pick(best, lanes[j])
+            for k in range(k, n):
+                best = _pick(best, xr[k])
+            # First position holding it: the block has a NaN iff best is NaN, so one test
+            # (v == best or v is NaN) finds either. Lanes of it locate the hit cheaply.
+            k = 0
+            while k + {lanes} <= n:
+                blk = xr[k:k + {lanes}]
+                hit = False
+                for j in range({lanes}):
+                    hit |= (blk[j] == best) | (blk[j] != blk[j])
+                if hit:
+                    break
+                k += {lanes}
+            bi = k
+            for k in range(k, n):
+                if xr[k] == best or xr[k] != xr[k]:
+                    bi = k
+                    break
+            bi += lo
+        else:
+            best = x[base + lo * ks]
+            bi = lo
+            for k in range(lo + 1, hi):
+                v = x[base + k * ks]
+                if _better(v, best):
+                    best = v
+                    bi = k
+        pv[t] = best
+        pi[t] = bi
+    for r in prange(M):
+        best = pv[r * nb]
+        bi = pi[r * nb]
+        for b in range(1, nb):
+            if _better(pv[r * nb + b], best):
+                best = pv[r * nb + b]
+                bi = pi[r * nb + b]
+        vals[r] = best
+        idxs[r] = bi
+
+
+@njit(cache=True, parallel={parallel}, error_model='numpy')
+def cols(x, O, K, I, so, sk, si, chunk, nic, nkb, kbs, pv, pi, vals, idxs):
+    for t in prange(O * nic * nkb):
+        o = t // (nic * nkb)
+        rem = t - o * nic * nkb
+        c0 = rem // nkb
+        kb = rem - c0 * nkb
+        i0 = c0 * chunk
+        n = min(I, i0 + chunk) - i0
+        pb = (o * nkb + kb) * I + i0
+        bv = pv[pb:pb + n]
+        bi = pi[pb:pb + n]
+        k0 = kb * kbs
+        for k in range(k0, min(K, k0 + kbs)):
+            b = o * so + k * sk + i0 * si
+            if si == 1:
+                xr = x[b:b + n]
+                _sweep(xr, bv, bi, n, k, k == k0)
+            else:
+                xs = x[b:b + (n - 1) * si + 1:si]
+                _sweep(xs, bv, bi, n, k, k == k0)
+    for j in prange(O * I):
+        o = j // I
+        i = j - o * I
+        best = pv[o * nkb * I + i]
+        bi = pi[o * nkb * I + i]
+        for kb in range(1, nkb):
+            q = (o * nkb + kb) * I + i
+            if _better(pv[q], best):
+                best = pv[q]
+                bi = pi[q]
+        vals[j] = best
+        idxs[j] = bi
+
+
+@njit(inline='always')
+def _sweep(xr, bv, bi, n, k, first):
+    if first:
+        for i in range(n):
+            bv[i] = xr[i]
+            bi[i] = k
+        return
+    for i in range(n):  # branch-free selects, so the row sweep vectorises
+        v = xr[i]
+        b = bv[i]
+        take = _better(v, b)
+        bv[i] = v if take else b
+        bi[i] = k if take else bi[i]
+"""
+
+_ARG_CACHE: dict[tuple[bool, bool], object] = {}
+
+
+def _arg_module(largest: bool, parallel: bool) -> object:
+    mod = _ARG_CACHE.get((largest, parallel))
+    if mod is None:
+        src = _ARG_SRC.format(op=">" if largest else "<", parallel=parallel, lanes=LANES)
+        mod = _ARG_CACHE[largest, parallel] = load_module("red_arg", src)
+    return mod
+
+
+def arg_extreme(a: np.ndarray, dim: int | None, largest: bool
+                ) -> tuple[np.ndarray, np.ndarray, Plan]:
+    """Flat (values, int64 indices) of the extremum along ``dim`` (None: the flattened input)."""
+    if dim is None:
+        a = a.reshape(-1)  # copies only if non-contiguous; indices are into the flat order
+        dim = 0
+    pl = plan(a, (dim,))
+    if pl.sk == 0 or pl.si == 0:  # an expanded input: slices can't step by 0, so copy it
+        pl = plan(np.ascontiguousarray(a), (dim,))
+    vals = np.empty(pl.O * pl.I, a.dtype)
+    idxs = np.empty(pl.O * pl.I, np.int64)
+    if vals.size == 0:
+        return vals, idxs, pl
+    par = _parallel(pl)
+    mod = _arg_module(largest, par)
+    if pl.I == 1:
+        nb = max(1, -(-pl.K // ROW_BLOCK))
+        pv, pi = np.empty(pl.O * nb, a.dtype), np.empty(pl.O * nb, np.int64)
+        mod.rows(pl.flat, pl.O, pl.K, pl.so, pl.sk, ROW_BLOCK, nb, pv, pi, vals, idxs)
+    else:
+        nic, nkb, kbs = _col_tasks(pl, par)
+        pv = np.empty(pl.O * nkb * pl.I, a.dtype)
+        pi = np.empty(pl.O * nkb * pl.I, np.int64)
+        mod.cols(pl.flat, pl.O, pl.K, pl.I, pl.so, pl.sk, pl.si, COL_CHUNK, nic, nkb, kbs,
+                 pv, pi, vals, idxs)
+    return vals, idxs, pl
+
+
+@CPU.register("_arg_extreme")
+def arg_extreme_kernel(values: Tensor | None, indices: Tensor, inp: Tensor, dim: int | None,
+            largest: bool) -> None:
+    """Extremum along ``dim`` with its index (torch.max/min(dim), argmax/argmin)."""
+    a = host_array(inp)
+    vals, idxs, pl = arg_extreme(a, dim, largest)
+    shape = (a.size,) if dim is None else a.shape
+    store(indices._host, idxs, pl, shape)
+    if values is not None:
+        store(values._host, vals, pl, shape)
+
+
+# -- scans and softmax: same-shape outputs over a contiguous (O, K, I) ---------------------------
+_SCAN_SRC = """\
+import numpy as np
+from numba import njit, prange
+
+
+@njit(cache=True, parallel={parallel}, error_model='numpy')
+def rows(x, M, K, init, out):
+    # One task per row (a scan is sequential along it); slices keep the indexing cheap.
+    for r in prange(M):
+        xr = x[r * K:r * K + K]
+        orow = out[r * K:r * K + K]
+        s = init
+        for k in range(K):
+            s = s {op} xr[k]
+            orow[k] = s
+
+
+@njit(cache=True, parallel={parallel}, error_model='numpy')
+def cols(x, O, K, I, chunk, init, acc, out):
+    # acc: (O*I,) running values in the accumulation dtype; each sweep walks a row of I.
+    nic = (I + chunk - 1) // chunk
+    for t in prange(O * nic):
+        o = t // nic
+        i0 = (t - o * nic) * chunk
+        n = min(I, i0 + chunk) - i0
+        ar = acc[o * I + i0:o * I + i0 + n]
+        for i in range(n):
+            ar[i] = init
+        for k in range(K):
+            b = (o * K + k) * I + i0
+            xr = x[b:b + n]
+            orow = out[b:b + n]
+            for i in range(n):
+                ar[i] = ar[i] {op} xr[i]
+                orow[i] = ar[i]
+"""
+
+_SCAN_CACHE: dict[tuple[str, bool], object] = {}
+
+
+def _flat_out(r: np.ndarray) -> np.ndarray:
+    """Where a same-shape kernel writes: the (contiguous) result itself, or a float32 buffer."""
+    if r.flags.c_contiguous and r.dtype not in _NUMBA_COMPUTE:
+        return r.reshape(-1)
+    return np.empty(r.size, _NUMBA_COMPUTE.get(r.dtype, r.dtype))
+
+
+def _contiguous_3d(a: np.ndarray, dim: int) -> tuple[np.ndarray, int, int, int]:
+    c = np.ascontiguousarray(a)
+    shape = c.shape or (1,)
+    return (c.reshape(-1), math.prod(shape[:dim]), shape[dim] if c.ndim else 1,
+            math.prod(shape[dim + 1:]))
+
+
+@CPU.register("_scan")
+def scan(result: Tensor, inp: Tensor, dim: int, op: str) -> None:
+    """cumsum (op '+') / cumprod (op '*') along ``dim``, accumulating in 64 bits (like torch)."""
+    a = host_array(inp)
+    r = result._host
+    if a.size == 0:
+        return
+    x, O, K, I = _contiguous_3d(a, dim)
+    par = use_threads(a.size)
+    mod = _SCAN_CACHE.get((op, par))
+    if mod is None:
+        mod = _SCAN_CACHE[op, par] = load_module(
+            "red_scan", _SCAN_SRC.format(op=op, parallel=par))
+    acc_dt = _wide(a.dtype)
+    init = acc_dt.type(1 if op == "*" else 0)
+    out = _flat_out(r)
+    if I == 1:
+        mod.rows(x, O, K, init, out)
+    else:
+        mod.cols(x, O, K, I, COL_CHUNK, init, np.empty(O * I, acc_dt), out)
+    if not np.may_share_memory(out, r):
+        r.reshape(-1)[...] = out
+
+
+_SOFTMAX_SRC = """\
+import numpy as np
+from numba import njit, prange
+
+
+@njit(inline='always')
+def _pick(a, v):
+    # NaN-sticky max; this select form vectorises across explicit lanes.
+    return a if (a >= v or a != a) else v
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def rows(x, M, K, log, out):
+    for r in prange(M):
+        xr = x[r * K:r * K + K]
+        orow = out[r * K:r * K + K]
+        lanes = np.full({lanes}, xr[0])
+        k = 0
+        while k + {lanes} <= K:
+            blk = xr[k:k + {lanes}]
+            for j in range({lanes}):
+                lanes[j] = _pick(lanes[j], blk[j])
+            k += {lanes}
+        m = xr[0]
+        for j in range({lanes}):
+            m = _pick(m, lanes[j])
+        for k in range(k, K):
+            m = _pick(m, xr[k])
+        s = 0.0
+        if log:
+            for k in range(K):
+                s += np.exp(xr[k] - m)
+            ls = np.log(s)
+            for k in range(K):
+                orow[k] = (xr[k] - m) - ls
+        else:
+            for k in range(K):
+                e = np.exp(xr[k] - m)
+                orow[k] = e
+                s += e
+            inv = 1.0 / s
+            for k in range(K):
+                orow[k] = orow[k] * inv
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def cols(x, O, K, I, chunk, log, mx, sm, out):
+    # mx: (O*I,) per-output max (input dtype), sm: sum of exp(x - max) in float64.
+    nic = (I + chunk - 1) // chunk
+    for t in prange(O * nic):
+        o = t // nic
+        i0 = (t - o * nic) * chunk
+        n = min(I, i0 + chunk) - i0
+        mr = mx[o * I + i0:o * I + i0 + n]
+        sr = sm[o * I + i0:o * I + i0 + n]
+        b = o * K * I + i0
+        xr = x[b:b + n]
+        for i in range(n):
+            mr[i] = xr[i]
+            sr[i] = 0.0
+        for k in range(1, K):
+            b = (o * K + k) * I + i0
+            xr = x[b:b + n]
+            for i in range(n):
+                mr[i] = _pick(mr[i], xr[i])
+        for k in range(K):
+            b = (o * K + k) * I + i0
+            xr = x[b:b + n]
+            for i in range(n):
+                sr[i] += np.exp(xr[i] - mr[i])
+        for i in range(n):
+            sr[i] = np.log(sr[i]) if log else 1.0 / sr[i]
+        for k in range(K):
+            b = (o * K + k) * I + i0
+            xr = x[b:b + n]
+            orow = out[b:b + n]
+            if log:
+                for i in range(n):
+                    orow[i] = (xr[i] - mr[i]) - sr[i]
+            else:
+                for i in range(n):
+                    orow[i] = np.exp(xr[i] - mr[i]) * sr[i]
+"""
+
+_SOFTMAX_CACHE: dict[bool, object] = {}
+
+
+@CPU.register("softmax")
+def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
+    """softmax / log_softmax along ``dim``, shifted by the max so exp never overflows."""
+    a = host_array(inp)
+    r = result._host
+    if a.size == 0:
+        return
+    x, O, K, I = _contiguous_3d(a, dim)
+    par = use_threads(a.size)
+    mod = _SOFTMAX_CACHE.get(par)
+    if mod is None:
+        mod = _SOFTMAX_CACHE[par] = load_module("red_softmax", _SOFTMAX_SRC.format(
+            parallel=par, lanes=LANES, fastmath=_FASTMATH))
+    out = _flat_out(r)
+    if I == 1:
+        mod.rows(x, O, K, log, out)
+    else:
+        mod.cols(x, O, K, I, COL_CHUNK, log, np.empty(O * I, x.dtype), np.empty(O * I), out)
+    if not np.may_share_memory(out, r):
+        r.reshape(-1)[...] = out
