@@ -7,6 +7,8 @@ Kernels compile lazily on first use, so importing compiles nothing.
 
 from __future__ import annotations
 
+import builtins as _builtins
+
 # 1. dtype registry ------------------------------------------------------------------------------
 from gputensor import _dtype
 from gputensor._dtype import (
@@ -81,31 +83,28 @@ def result_type(tensor1: object, tensor2: object) -> dtype:
     return _result_type(tensor1, tensor2)
 
 
-def is_tensor(obj: object) -> builtins_bool:
+def is_tensor(obj: object) -> _builtins.bool:
     return isinstance(obj, Tensor)
 
 
-def is_storage(obj: object) -> builtins_bool:
+def is_storage(obj: object) -> _builtins.bool:
     return isinstance(obj, TypedStorage | UntypedStorage)
 
 
-def is_floating_point(input: Tensor) -> builtins_bool:
+def is_floating_point(input: Tensor) -> _builtins.bool:
     return input.is_floating_point()
 
 
-def is_complex(input: Tensor) -> builtins_bool:
+def is_complex(input: Tensor) -> _builtins.bool:
     return input.is_complex()
 
 
-def numel(input: Tensor) -> builtins_int:
+def numel(input: Tensor) -> _builtins.int:
     return input.numel()
 
 
-builtins_bool = type(True)
-builtins_int = type(1)
-
 # 7. submodules in dependency order ---------------------------------------------------------------
-from gputensor import autograd, cuda, sparse  # noqa: E402
+from gputensor import autograd, cuda, return_types, sparse  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,
     inference_mode,
@@ -123,8 +122,8 @@ _HANDWRITTEN = [
     "get_default_device", "set_default_device", "Size", "Tensor", "TypedStorage",
     "UntypedStorage", "broadcast_shapes", "is_tensor", "is_storage", "is_floating_point",
     "is_complex", "numel", "set_printoptions", "get_printoptions", "printoptions", "autograd",
-    "cuda", "sparse", "no_grad", "enable_grad", "set_grad_enabled", "inference_mode",
-    "is_grad_enabled", "is_inference_mode_enabled",
+    "cuda", "sparse", "return_types", "no_grad", "enable_grad", "set_grad_enabled",
+    "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "default_generator",
 ]

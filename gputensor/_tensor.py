@@ -19,7 +19,6 @@ from gputensor.storage.allocator import host_bytes
 from gputensor.storage.typed import TypedStorage
 from gputensor.storage.untyped import UntypedStorage
 
-
 _STRIDES_CACHE: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
@@ -400,7 +399,7 @@ class Tensor:
             elif isinstance(a, str | device_type | int) and not isinstance(a, bool):
                 device = a
             elif isinstance(a, bool):
-                non_blocking = a
+                pass  # non_blocking: copies through the copy table are synchronous
             else:
                 raise TypeError(f"to() received an invalid argument {a!r}")
         dev = self.device if device is None else to_device(device)

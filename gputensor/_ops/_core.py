@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._device import CPU
+from gputensor._device import CPU, get_default_device, to_device
 from gputensor._device import device as Device
-from gputensor._device import get_default_device, to_device
 from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.kernels.registry import BACKENDS, OpDef, declare
 from gputensor.storage.allocator import driver_for

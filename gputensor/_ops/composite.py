@@ -1,4 +1,5 @@
-"""Ops whose frontends pick among elementwise declarations: div modes, clamp, where, fill_."""
+"""Ops whose frontends wrap elementwise declarations with PyTorch's extra rules: div modes,
+clamp, where, lerp and square dtype checks, float_power, closeness tests, fill_."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ def _div_op(rounding_mode: str | None) -> Any:
     try:
         return OPS[_DIV_MODES[rounding_mode]]
     except KeyError:
-        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
-                         f"found '{rounding_mode}'") from None
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                           f"but found '{rounding_mode}'") from None
 
 
 @op(inplace=True, aliases=("divide",))

@@ -13,7 +13,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.autograd.grad_mode import is_grad_enabled
-from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare
+from gputensor.kernels.registry import BACKENDS, OpDef, declare
 
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, result_type

@@ -10,6 +10,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 
 from ._core import broadcast_shapes, kernel, op
+from .shape import _minmax
 
 
 def _as_index_tensor(idx: Any, device: Any) -> Tensor:
@@ -132,7 +133,7 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
         if t is None or t.numel() == 0:
             continue
         size = base._shape[d]
-        lo, hi = t.min().item(), t.max().item()
+        lo, hi = _minmax(t)
         if lo < -size or hi >= size:
             bad = hi if hi >= size else lo
             raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import builtins
 import math
 import warnings
-from collections import namedtuple
 from typing import Any
 
 from gputensor import _dtype as D
+from gputensor import return_types
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
 from gputensor.kernels.registry import OPS
 
@@ -23,10 +23,9 @@ from ._core import as_index_list, check_out, empty, kernel, op
 
 Dims = int | tuple[int, ...] | list[int] | None
 
-# torch.return_types equivalents: tuples whose fields are also attributes.
-MaxResult = namedtuple("max", ["values", "indices"])
-MinResult = namedtuple("min", ["values", "indices"])
-AminmaxResult = namedtuple("aminmax", ["min", "max"])
+MaxResult = return_types.max
+MinResult = return_types.min
+AminmaxResult = return_types.aminmax
 
 
 # -- shared helpers ----------------------------------------------------------------------------
@@ -83,7 +82,7 @@ def _check_nonempty(input: Tensor, dims: tuple[int, ...], name: str, full: bool)
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def _accumulate_dtype(input: Tensor, dtype: Any, out: Tensor | None) -> D.dtype | None:
+def _accumulate_dtype(dtype: Any, out: Tensor | None) -> D.dtype | None:
     """The dtype= of sum-like ops: given, else out's, else None (use the default rule)."""
     if dtype is not None:
         return D.to_dtype(dtype)
@@ -94,7 +93,7 @@ def _accumulate_dtype(input: Tensor, dtype: Any, out: Tensor | None) -> D.dtype 
 
 def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
               out: Tensor | None) -> Tensor:
-    dt = _accumulate_dtype(input, dtype, out)
+    dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:
         dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
@@ -416,7 +415,7 @@ def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
 # -- scans -------------------------------------------------------------------------------------
 def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None) -> Tensor:
     d = normalize_dim(dim, input.dim())
-    dt = _accumulate_dtype(input, dtype, out)
+    dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:
         dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype

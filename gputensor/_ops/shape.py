@@ -10,25 +10,25 @@ without a kernel of its own.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor import return_types
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, normalize_dim, parse_size
 
 from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op
 from .copying import clone, strided_copy
+from .reduction import aminmax, count_nonzero
 from .views import diagonal as diagonal_view
 from .views import expand, narrow, reshape, transpose, unbind, unsqueeze
 
-# PyTorch's torch.return_types: tuples whose fields are also attributes.
-sort_result = namedtuple("sort", ["values", "indices"])
-topk_result = namedtuple("topk", ["values", "indices"])
-kthvalue_result = namedtuple("kthvalue", ["values", "indices"])
+sort_result = return_types.sort
+topk_result = return_types.topk
+kthvalue_result = return_types.kthvalue
 
 _INDEX_DTYPES = (D.int32, D.int64)
 
@@ -103,8 +103,9 @@ def _promote_all(tensors: list[Tensor]) -> D.dtype:
 
 # -- validation helpers ------------------------------------------------------------------------
 def _minmax(t: Tensor) -> tuple[Any, Any]:
-    """(min, max) of a non-empty tensor as Python numbers (one pass on the tensor's backend)."""
-    return kernel(t, "_minmax")(t)
+    """(min, max) of a non-empty tensor as Python numbers."""
+    lo, hi = aminmax(t)
+    return lo.item(), hi.item()
 
 
 def _check_index_dtype(index: Tensor, message: str, *, long_only: bool = False,
@@ -786,7 +787,7 @@ def _masked_scatter(self: Tensor, mask: Tensor, source: Tensor, inplace: bool) -
     else:
         shape = broadcast_shapes(self._shape, mask._shape)
     full_mask = expand(mask, shape)
-    count = kernel(full_mask, "_count_nonzero")(full_mask) if full_mask.numel() else 0
+    count = count_nonzero(full_mask).item() if full_mask.numel() else 0
     if source.numel() < count:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     target = self if inplace else _expanded_copy(self, shape)

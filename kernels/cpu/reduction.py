@@ -20,7 +20,6 @@ the thread count, so a row's result is the same serial or parallel.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -157,17 +156,9 @@ def direct_target(result: np.ndarray, p: Plan) -> np.ndarray | None:
 
 
 def use_threads(n: int) -> bool:
-    """Run the parallel variant for ``n`` elements?
-
-    Only for big inputs, and only while cores are idle: on an oversubscribed machine a parallel
-    region waits for its slowest (descheduled) thread and runs slower than the serial loop.
-    """
-    if n < PARALLEL_THRESHOLD or _threads() < 2:
-        return False
-    try:
-        return os.getloadavg()[0] < _threads() - 0.5
-    except OSError:  # no load average on this platform
-        return True
+    """Run the parallel variant for ``n`` elements? By size only, so results never depend on
+    the machine's load (both variants combine the same fixed blocks in the same order)."""
+    return n >= PARALLEL_THRESHOLD and _threads() >= 2
 
 
 def _parallel(p: Plan) -> bool:
@@ -742,110 +733,37 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str) -> None:
         r.reshape(-1)[...] = out
 
 
-_SOFTMAX_SRC = """\
-import numpy as np
-from numba import njit, prange
-
-
-@njit(inline='always')
-def _pick(a, v):
-    # NaN-sticky max; this select form vectorises across explicit lanes.
-    return a if (a >= v or a != a) else v
-
-
-@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
-def rows(x, M, K, log, out):
-    for r in prange(M):
-        xr = x[r * K:r * K + K]
-        orow = out[r * K:r * K + K]
-        lanes = np.full({lanes}, xr[0])
-        k = 0
-        while k + {lanes} <= K:
-            blk = xr[k:k + {lanes}]
-            for j in range({lanes}):
-                lanes[j] = _pick(lanes[j], blk[j])
-            k += {lanes}
-        m = xr[0]
-        for j in range({lanes}):
-            m = _pick(m, lanes[j])
-        for k in range(k, K):
-            m = _pick(m, xr[k])
-        s = 0.0
-        if log:
-            for k in range(K):
-                s += np.exp(xr[k] - m)
-            ls = np.log(s)
-            for k in range(K):
-                orow[k] = (xr[k] - m) - ls
-        else:
-            for k in range(K):
-                e = np.exp(xr[k] - m)
-                orow[k] = e
-                s += e
-            inv = 1.0 / s
-            for k in range(K):
-                orow[k] = orow[k] * inv
-
-
-@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
-def cols(x, O, K, I, chunk, log, mx, sm, out):
-    # mx: (O*I,) per-output max (input dtype), sm: sum of exp(x - max) in float64.
-    nic = (I + chunk - 1) // chunk
-    for t in prange(O * nic):
-        o = t // nic
-        i0 = (t - o * nic) * chunk
-        n = min(I, i0 + chunk) - i0
-        mr = mx[o * I + i0:o * I + i0 + n]
-        sr = sm[o * I + i0:o * I + i0 + n]
-        b = o * K * I + i0
-        xr = x[b:b + n]
-        for i in range(n):
-            mr[i] = xr[i]
-            sr[i] = 0.0
-        for k in range(1, K):
-            b = (o * K + k) * I + i0
-            xr = x[b:b + n]
-            for i in range(n):
-                mr[i] = _pick(mr[i], xr[i])
-        for k in range(K):
-            b = (o * K + k) * I + i0
-            xr = x[b:b + n]
-            for i in range(n):
-                sr[i] += np.exp(xr[i] - mr[i])
-        for i in range(n):
-            sr[i] = np.log(sr[i]) if log else 1.0 / sr[i]
-        for k in range(K):
-            b = (o * K + k) * I + i0
-            xr = x[b:b + n]
-            orow = out[b:b + n]
-            if log:
-                for i in range(n):
-                    orow[i] = (xr[i] - mr[i]) - sr[i]
-            else:
-                for i in range(n):
-                    orow[i] = np.exp(xr[i] - mr[i]) * sr[i]
-"""
-
-_SOFTMAX_CACHE: dict[bool, object] = {}
+SOFTMAX_CHUNK = 1 << 17  # elements per group of passes, so they hit L2, not memory
 
 
 @CPU.register("softmax")
 def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
-    """softmax / log_softmax along ``dim``, shifted by the max so exp never overflows."""
+    """softmax / log_softmax along ``dim``, shifted by the max so exp never overflows.
+
+    NumPy's exp is SIMD-vectorised (Numba's calls libm per element), so this kernel runs
+    NumPy passes over groups of outer rows small enough to stay in cache.
+    """
     a = host_array(inp)
     r = result._host
     if a.size == 0:
         return
     x, O, K, I = _contiguous_3d(a, dim)
-    par = use_threads(a.size)
-    mod = _SOFTMAX_CACHE.get(par)
-    if mod is None:
-        mod = _SOFTMAX_CACHE[par] = load_module("red_softmax", _SOFTMAX_SRC.format(
-            parallel=par, lanes=LANES, fastmath=_FASTMATH))
-    out = _flat_out(r)
-    if I == 1:
-        mod.rows(x, O, K, log, out)
-    else:
-        mod.cols(x, O, K, I, COL_CHUNK, log, np.empty(O * I, x.dtype), np.empty(O * I), out)
+    x3 = x.reshape(O, K, I)
+    out = _flat_out(r).reshape(O, K, I)
+    step = max(1, SOFTMAX_CHUNK // (K * I))
+    # Contiguous rows sum pairwise (accurate in the input dtype); columns add up row by row.
+    sum_dt = None if I == 1 else np.float64
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        for o0 in range(0, O, step):
+            xs, os_ = x3[o0:o0 + step], out[o0:o0 + step]
+            m = xs.max(axis=1, keepdims=True)  # NaN propagates, as in torch
+            np.subtract(xs, m, out=os_)
+            if log:
+                total = np.exp(os_).sum(axis=1, keepdims=True, dtype=sum_dt)
+                os_ -= np.log(total).astype(os_.dtype)
+            else:
+                np.exp(os_, out=os_)
+                total = os_.sum(axis=1, keepdims=True, dtype=sum_dt)
+                os_ *= (1.0 / total).astype(os_.dtype)
     if not np.may_share_memory(out, r):
-        r.reshape(-1)[...] = out
+        r.reshape(-1)[...] = out.reshape(-1)

@@ -75,23 +75,6 @@ def _extreme(dt: D.dtype, np_dtype: np.dtype, highest: bool) -> np.ndarray:
     return _cast(np.inf if highest else -np.inf, np_dtype)
 
 
-# -- reductions the frontends use for validation --------------------------------------------
-@CPU.register("_minmax")
-def minmax(t: Tensor) -> tuple[Any, Any]:
-    a = _key(t._host, t.dtype)
-    if a.dtype == np.bool_:
-        a = a.view(np.uint8)
-    lo, hi = a.min(), a.max()
-    if t.dtype.category >= D.FLOATING:
-        return float(lo), float(hi)
-    return int(lo), int(hi)
-
-
-@CPU.register("_count_nonzero")
-def count_nonzero(t: Tensor) -> int:
-    return int(np.count_nonzero(t._host))
-
-
 # -- joining ---------------------------------------------------------------------------------
 @CPU.register("cat")
 def cat(out: Tensor, tensors: list[Tensor], dim: int) -> None:

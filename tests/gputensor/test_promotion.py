@@ -142,7 +142,7 @@ OPS: dict[str, tuple[Callable, Callable]] = {
     "pow": (operator.pow, operator.pow), "lt": (operator.lt, operator.lt),
     "maximum": (lambda a, b: torch.maximum(a, b), lambda a, b: gt.maximum(a, b)),
     "where": (lambda a, b: torch.where(torch.zeros(a.shape, dtype=torch.bool), a, b),
-              lambda a, b: gt.where(gt.zeros(*a.shape, dtype=gt.bool), a, b)),
+              lambda a, b: gt.where(gt.zeros(*a.shape, dtype=gt.bool, device=a.device), a, b)),
 }
 
 
@@ -154,7 +154,7 @@ def _outcome(fn: Callable, *args: Any) -> str:
 
 
 @pytest.mark.parametrize("op", OPS)
-def test_op_result_dtype_matches_result_type(op: str) -> None:
+def test_op_result_dtype_matches_result_type(op: str, device: str) -> None:
     """For every dtype pair, an op's result is result_type's (or the op's own rule)."""
     tf, gf = OPS[op]
     bad = []
@@ -163,7 +163,8 @@ def test_op_result_dtype_matches_result_type(op: str) -> None:
             for sb in ((0,), ()):   # with a dimensioned and with a 0-dim right operand
                 ta, tb = torch.empty((0,), dtype=torch_dtype(a)), torch.ones(
                     sb, dtype=torch_dtype(b))
-                ga, gb = gt.empty(0, dtype=a), gt.ones(*sb, dtype=b)
+                ga, gb = gt.empty(0, dtype=a, device=device), gt.ones(*sb, dtype=b,
+                                                                         device=device)
                 want, got = _outcome(tf, ta, tb), _outcome(gf, ga, gb)
                 # PyTorch has no ComplexHalf division or pow: it raises where gputensor
                 # computes in complex64.
@@ -180,23 +181,28 @@ def check(g: gt.Tensor, t: Any) -> None:
     assert_close(g, t)
 
 
-def test_integer_tensor_with_float_scalar() -> None:
-    ti, gi = torch.tensor([1, -2, 3]), gt.tensor([1, -2, 3])
+def both(values: Any, dtype: gt.dtype | None, device: str) -> tuple[Any, gt.Tensor]:
+    t = torch.tensor(values, dtype=None if dtype is None else torch_dtype(dtype))
+    return t, gt.tensor(values, dtype=dtype, device=device)
+
+
+def test_integer_tensor_with_float_scalar(device: str) -> None:
+    ti, gi = both([1, -2, 3], None, device)
     check(gi + 1.5, ti + 1.5)           # float32, the default dtype
     check(gi * 0.5, ti * 0.5)
     check(2.5 - gi, 2.5 - ti)
     check(gi + 2, ti + 2)                # an int scalar keeps int64
-    t8, g8 = torch.tensor([1, -2, 3], dtype=torch.int8), gt.tensor([1, -2, 3], dtype=gt.int8)
+    t8, g8 = both([1, -2, 3], gt.int8, device)
     check(g8 + 2, t8 + 2)                # ...and int8 (a scalar never widens)
     check(g8 + 1000, t8 + 1000)          # 1000 wraps in int8, as in PyTorch
     check(g8 + 1.5, t8 + 1.5)
-    gt.set_default_dtype(gt.float64)
-    check(gi + 1.5, ti + torch.tensor(1.5, dtype=torch.float64))   # float64 default
+    gt.set_default_dtype(gt.float64)     # (the conftest fixture restores it)
+    check(gi + 1.5, ti + torch.tensor(1.5, dtype=torch.float64))
 
 
-def test_integer_true_division() -> None:
-    ti, gi = torch.tensor([7, -7, 0, 9]), gt.tensor([7, -7, 0, 9])
-    tj, gj = torch.tensor([2, 2, 5, -4]), gt.tensor([2, 2, 5, -4])
+def test_integer_true_division(device: str) -> None:
+    ti, gi = both([7, -7, 0, 9], None, device)
+    tj, gj = both([2, 2, 5, -4], None, device)
     check(gi / gj, ti / tj)                         # float32 from two int64s
     check(gi / 2, ti / 2)
     check(gt.div(gi, gj), torch.div(ti, tj))
@@ -208,9 +214,9 @@ def test_integer_true_division() -> None:
     check(gi, ti)
 
 
-def test_bool_arithmetic() -> None:
-    ta, ga = torch.tensor([True, True, False]), gt.tensor([True, True, False])
-    tb, gb = torch.tensor([True, False, False]), gt.tensor([True, False, False])
+def test_bool_arithmetic(device: str) -> None:
+    ta, ga = both([True, True, False], None, device)
+    tb, gb = both([True, False, False], None, device)
     check(ga + gb, ta + tb)              # bool stays bool: True + True is True
     check(ga * gb, ta * tb)
     check(ga + 1, ta + 1)                # int64
@@ -224,15 +230,16 @@ def test_bool_arithmetic() -> None:
         _ = -ga
 
 
-def test_mixed_width_and_zero_dim_tensors() -> None:
-    t8, g8 = torch.tensor([100, -100], dtype=torch.int8), gt.tensor([100, -100], dtype=gt.int8)
-    tu, gu = torch.tensor([200, 1], dtype=torch.uint8), gt.tensor([200, 1], dtype=gt.uint8)
+def test_mixed_width_and_zero_dim_tensors(device: str) -> None:
+    t8, g8 = both([100, -100], gt.int8, device)
+    tu, gu = both([200, 1], gt.uint8, device)
     check(g8 + gu, t8 + tu)              # int16: uint8 and int8 meet there
-    t0, g0 = torch.tensor(5), gt.tensor(5)           # 0-dim int64: does not widen int8
+    t0, g0 = both(5, None, device)       # a 0-dim int64 does not widen int8
     check(g8 + g0, t8 + t0)
-    f0 = (torch.tensor(0.5, dtype=torch.float64), gt.tensor(0.5, dtype=gt.float64))
-    check(g8 * f0[1], t8 * f0[0])        # 0-dim float64 with int8: the category wins, float64
-    tf, gf = torch.tensor([1.5, 2.5]), gt.tensor([1.5, 2.5])
-    check(gf * f0[1], tf * f0[0])        # ...but with float32 it stays float32
-    tc, gc = torch.tensor([1 + 1j]), gt.tensor([1 + 1j])
-    check(gc * gt.tensor([2.0], dtype=gt.float64), tc * torch.tensor([2.0], dtype=torch.float64))
+    tf0, gf0 = both(0.5, gt.float64, device)
+    check(g8 * gf0, t8 * tf0)            # 0-dim float64 with int8: the category wins, float64
+    tf, gf = both([1.5, 2.5], None, device)
+    check(gf * gf0, tf * tf0)            # ...but with float32 it stays float32
+    tc, gc = both([1 + 1j], None, device)
+    t64, g64 = both([2.0], gt.float64, device)
+    check(gc * g64, tc * t64)            # complex64 with float64 makes complex128
