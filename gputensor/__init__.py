@@ -55,12 +55,7 @@ globals().update({cls.__name__: cls for (_dt, _dev), cls in STORAGE_TYPES.items(
 
 # 5. backends, kernels and legacy tensor types ---------------------------------------------------
 from gputensor.kernels import registry as _registry
-from gputensor.kernels.cpu import elementwise as _cpu_elementwise  # noqa: F401 (registers)
-from gputensor.kernels.cpu import indexing as _cpu_indexing  # noqa: F401
-from gputensor.kernels.cpu import shape as _cpu_shape  # noqa: F401
-from gputensor.kernels.cpu import linalg as _cpu_linalg  # noqa: F401
-from gputensor.kernels.cpu import random as _cpu_random  # noqa: F401
-from gputensor.kernels.cpu import reduction as _cpu_reduction  # noqa: F401
+from gputensor.kernels import cpu as _cpu_backend  # registers the CPU kernels
 from gputensor._tensor import Tensor
 from gputensor._legacy import types_in as _types_in
 

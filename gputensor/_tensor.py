@@ -65,8 +65,13 @@ class Tensor:
     """A strided tensor (``gt.Tensor``). Constructed by ops; ``gt.Tensor(2, 3)`` works too."""
 
     __slots__ = ("_storage", "_dtype", "_shape", "_stride", "_offset", "_np", "_np_buf",
-                 "_requires_grad", "grad", "grad_fn", "_base", "_hooks", "_retains_grad",
                  "__weakref__", "__dict__")
+    # Rarely-set fields live in the instance __dict__ once set; these class-level defaults keep
+    # constructing a tensor (on every op's hot path) to the seven slots above.
+    _requires_grad = False
+    grad = None
+    grad_fn = None
+    _base = None
 
     # -- construction ------------------------------------------------------------------------
     def __new__(cls, *args: Any, device: Any = None) -> Tensor:
@@ -85,10 +90,6 @@ class Tensor:
         self._offset = offset
         self._np_buf = None
         self._np = None
-        self._requires_grad = False
-        self.grad = None
-        self.grad_fn = None
-        self._base = None
         return self
 
     @classmethod

@@ -20,7 +20,9 @@ class UntypedStorage:
     in-place write through a tensor bumps ``_version``; autograd checks it on saved tensors.
     """
 
-    __slots__ = ("_buf", "device", "_version", "_shm", "_pinned", "__weakref__")
+    __slots__ = ("_buf", "device", "_version", "__weakref__", "__dict__")
+    _shm = None      # the SharedMemory segment once share_memory_() ran
+    _pinned = False
 
     def __init__(self, *args: Any, device: Any = "cpu") -> None:
         dev = to_device(device)
@@ -55,8 +57,6 @@ class UntypedStorage:
         self._buf = buf
         self.device = dev
         self._version = 0
-        self._shm = None
-        self._pinned = False
         return self
 
     @property

@@ -11,7 +11,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._device import CPU, get_default_device, to_device
 from gputensor._device import device as Device
-from gputensor._tensor import Tensor, contiguous_strides
+from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.kernels.registry import BACKENDS, OpDef, declare
 from gputensor.storage.allocator import driver_for
 from gputensor.storage.untyped import UntypedStorage
@@ -39,7 +39,11 @@ def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     """A new contiguous tensor with uninitialised elements."""
     if dev is CPU or dev.type == "cpu":
         arr = np.empty(shape, dtype.np_dtype)
-        t = Tensor._make(UntypedStorage._wrap(arr, CPU), dtype, shape, contiguous_strides(shape))
+        storage = object.__new__(UntypedStorage)
+        storage._buf, storage.device, storage._version = arr, CPU, 0
+        t = object.__new__(Tensor)
+        t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
+        t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
         t._np = t._np_buf = arr
         return t
     nbytes = math.prod(shape) * dtype.itemsize

@@ -35,7 +35,8 @@ def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
     return convert(Tensor._from_np(np.ascontiguousarray(arr)), dt, dev)
 
 
-def _infer_from_python(data: Any) -> np.ndarray:
+def _infer_from_python(data: Any) -> tuple[np.ndarray, D.dtype]:
+    """The data as a host array (no narrowing cast yet) and the dtype PyTorch would infer."""
     try:
         with np.errstate(all="ignore"):
             arr = np.asarray(data)
@@ -44,15 +45,16 @@ def _infer_from_python(data: Any) -> np.ndarray:
     if arr.dtype == object or arr.dtype.kind in "USMm":
         raise TypeError(f"can't build a tensor from data of type {arr.dtype} "
                         f"(first element: {arr.reshape(-1)[:1].tolist()})")
-    if not isinstance(data, np.ndarray | np.generic | Tensor):
-        # Python floats take the default dtype; Python complex its complex twin.
-        if arr.dtype == np.float64:
-            arr = arr.astype(D.get_default_dtype().np_dtype)
-        elif arr.dtype == np.complex128:
-            arr = arr.astype(D.get_default_dtype().to_complex().np_dtype)
-        elif arr.dtype.kind in "iu" and arr.dtype != np.uint8:
-            arr = arr.astype(np.int64)
-    return arr
+    if isinstance(data, np.ndarray | np.generic | Tensor):
+        return arr, D.from_numpy_dtype(arr.dtype)
+    # Python floats take the default dtype; Python complex its complex twin; ints int64.
+    if arr.dtype.kind == "f":
+        return arr, D.get_default_dtype()
+    if arr.dtype.kind == "c":
+        return arr, D.get_default_dtype().to_complex()
+    if arr.dtype.kind in "iu":
+        return arr, D.int64
+    return arr, D.from_numpy_dtype(arr.dtype)
 
 
 @op(method=False)
@@ -61,8 +63,8 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
     if isinstance(data, Tensor):
         data = data.detach().cpu()._host
-    arr = _infer_from_python(data)
-    dt = D.from_numpy_dtype(arr.dtype) if dtype is None else D.to_dtype(dtype)
+    arr, inferred = _infer_from_python(data)
+    dt = inferred if dtype is None else D.to_dtype(dtype)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
@@ -248,3 +250,19 @@ def _rebuild_tensor(storage: Any, offset: int, shape: tuple, stride: tuple,
     t = Tensor._make(storage._untyped, storage.dtype, tuple(shape), tuple(stride), offset)
     t._requires_grad = requires_grad
     return t
+
+
+def _new_factory(name: str, make: Any) -> None:
+    """Tensor.new_zeros/new_ones/new_empty/new_full/new_tensor: same dtype and device as self."""
+    def method(self: Tensor, *args: Any, dtype: Any = None, device: Any = None,
+               requires_grad: bool = False, **kwargs: Any) -> Tensor:
+        dt = self.dtype if dtype is None else dtype
+        dev = self.device if device is None else device
+        return make(*args, dtype=dt, device=dev, requires_grad=requires_grad, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    setattr(Tensor, name, method)
+
+
+for _name, _make in (("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty),
+                     ("new_full", full), ("new_tensor", tensor)):
+    _new_factory(_name, _make)

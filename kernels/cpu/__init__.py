@@ -1,0 +1,8 @@
+"""The CPU backend: importing this package registers every CPU kernel with the registry.
+
+Nothing is compiled here; Numba compiles each kernel on first call and caches it on disk.
+"""
+
+from . import elementwise, indexing, linalg, random, reduction, shape  # noqa: F401
+
+__all__ = ["elementwise", "indexing", "linalg", "random", "reduction", "shape"]

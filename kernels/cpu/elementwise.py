@@ -9,21 +9,31 @@ compute dtype, or the dtype is one Numba cannot compute in (float16/bfloat16 com
 
 from __future__ import annotations
 
+import functools
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._tensor import Tensor
+from gputensor._tensor import _STRIDES_CACHE, Tensor
 from gputensor.kernels.registry import CPU, OpDef
 
+from . import scalar_fns
 from .codegen import load_module
 
 PARALLEL_THRESHOLD = 1 << 17
 INPUT_NAMES = ("a", "b", "c")
 # Numba cannot compute in these; kernels run in float32 and the result is cast back.
 _NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float32)}
+
+
+@functools.cache
+def _vocabulary_hash() -> str:
+    """Generated kernels embed this, so editing scalar_fns.py re-keys Numba's disk cache."""
+    return hashlib.sha1(Path(scalar_fns.__file__).read_bytes()).hexdigest()[:16]
 
 
 def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bool) -> str:
@@ -36,6 +46,7 @@ def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bo
         "import numpy as np",
         "from numba import njit, prange",
         "from gputensor.kernels.cpu.scalar_fns import *  # noqa: F403",
+        f"# vocabulary {_vocabulary_hash()}",
         "",
         f"@njit(cache=True, parallel={parallel}, error_model='numpy')",
         f"def kernel({', '.join(args)}):",
@@ -58,6 +69,13 @@ def _scalar(value: Any, cdt: np.dtype) -> Any:
         return cdt.type(value)
     except OverflowError:
         return np.array(value).astype(cdt)[()]
+
+
+def _broadcast_strides(a: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Byte strides of ``a`` broadcast to ``shape`` (0 where it repeats)."""
+    lead = len(shape) - a.ndim
+    return (0,) * lead + tuple(0 if n == 1 and shape[lead + d] != 1 else st
+                               for d, (n, st) in enumerate(zip(a.shape, a.strides, strict=True)))
 
 
 def _merge_dims(shape: tuple[int, ...], strides: list[tuple[int, ...]]
@@ -92,37 +110,44 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
 
     all_arrays = (True,) * op.arity
     serial_flat: list[Callable] = []  # the most common kernel, looked up once
+    param_cache: dict[tuple, tuple] = {}  # scalar params converted to the compute dtype
 
     def run(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype) -> None:
         o = out._np if out._np_buf is out._storage._buf else out._host
-        cdt = compute.np_dtype
         if params:
-            params = tuple(_scalar(p, _NUMBA_COMPUTE.get(compute, cdt)) for p in params)
-        # Fast path: same-shape contiguous inputs already in the compute dtype.
-        if out._dtype is compute and compute not in _NUMBA_COMPUTE and o.flags.c_contiguous:
+            converted = param_cache.get((params, compute))
+            if converted is None:
+                if len(param_cache) > 256:
+                    param_cache.clear()
+                pdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
+                converted = param_cache[params, compute] = tuple(_scalar(p, pdt) for p in params)
+            params = converted
+        # Fast path: inputs with the output's shape and (contiguous) strides, in its dtype. The
+        # identity checks work because contiguous strides come from one cache.
+        shape, stride = out._shape, out._stride
+        if out._dtype is compute and compute not in _NUMBA_COMPUTE and \
+                _STRIDES_CACHE.get(shape) is stride:
             arrays = []
-            shape = out._shape
             for x in inputs:
-                if type(x) is not Tensor or x._dtype is not compute or x._shape != shape:
+                if type(x) is not Tensor or x._dtype is not compute or x._shape != shape or \
+                        (x._stride is not stride and x._stride != stride):
                     break
                 a = x._np if x._np_buf is x._storage._buf else x._host
-                if not a.flags.c_contiguous:
-                    break
                 arrays.append(a if a.ndim == 1 else a.reshape(-1))
             else:
                 n = o.size
+                if not n:
+                    return  # nothing to compute, so nothing to compile
                 if n >= PARALLEL_THRESHOLD:
                     fn = get(all_arrays, 1, True)
                 elif serial_flat:
                     fn = serial_flat[0]
-                elif n:
+                else:
                     fn = get(all_arrays, 1, False)
                     serial_flat.append(fn)
-                else:
-                    return
                 fn(o if o.ndim == 1 else o.reshape(-1), *arrays, *params)
                 return
-        cdt = _NUMBA_COMPUTE.get(compute, cdt)
+        cdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
         # Numba cannot store float16/bfloat16: compute into a float32 buffer and cast back.
         target = np.empty(o.shape, np.float32) if out.dtype in _NUMBA_COMPUTE else o
         shape = o.shape
@@ -153,9 +178,11 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             args = [a.reshape(-1) if p else a for a, p in zip(operands, pattern, strict=True)]
             fn(target.reshape(-1), *args, *params)
         else:
-            arrays = [np.broadcast_to(a, shape) for a, p in zip(operands, pattern, strict=True)
-                      if p]
-            mshape, mstrides = _merge_dims(shape, [target.strides] + [a.strides for a in arrays])
+            # Broadcast by zero strides on the original (writeable) arrays: read-only
+            # broadcast_to views would make Numba compile a second signature per kernel.
+            arrays = [a for a, p in zip(operands, pattern, strict=True) if p]
+            strides = [_broadcast_strides(a, shape) for a in arrays]
+            mshape, mstrides = _merge_dims(shape, [target.strides] + strides)
             views = [np.lib.stride_tricks.as_strided(a, mshape, st)
                      for a, st in zip([target] + arrays, mstrides, strict=True)]
             it = iter(views[1:])

@@ -1139,7 +1139,7 @@ def test_error_cases(device: str) -> None:
                lambda: gt.fmod(i, 0), lambda: gt.div(i, 0, rounding_mode="trunc"),
                lambda: gt.div(i, gt.tensor([0, 1], device=device), rounding_mode="floor"),
                lambda: gt.remainder(5, gt.tensor([0, 1], device=device))):
-        with pytest.raises((ZeroDivisionError, RuntimeError), match="(?i)zero"):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
             fn()
     assert_close(i / 0, torch.tensor([1, 2]) / 0)   # true division of ints by 0 is inf
     with pytest.raises(RuntimeError, match="rounding_mode"):
@@ -1154,7 +1154,7 @@ def test_error_cases(device: str) -> None:
 
 def test_no_kernel_runs_on_error(device: str) -> None:
     x = gt.tensor([1, 2, 3], device=device)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         x //= gt.tensor([1, 0, 1], device=device)
     assert x.tolist() == [1, 2, 3]
 
