@@ -1,0 +1,66 @@
+"""The op and backend registries, the generated CPU kernels and their disk cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gputensor as gt
+from gputensor.kernels.cpu import codegen
+from gputensor.kernels.registry import BACKENDS, CPU, OPS, Backend, OpDef, declare
+from tests.helpers import numpy_test_op
+
+
+def test_four_backends_keyed_by_device_and_layout() -> None:
+    names = {(dev, lay): b.name for (dev, lay), b in BACKENDS.items()}
+    assert names == {("cpu", "strided"): "CPU", ("cuda", "strided"): "CUDA",
+                     ("cpu", "sparse_coo"): "SparseCPU", ("cuda", "sparse_coo"): "SparseCUDA"}
+    assert CPU.elementwise_factory is not None
+
+
+def test_missing_kernel_is_a_clear_error() -> None:
+    backend = Backend("Test", "cpu", "strided")
+    with pytest.raises(RuntimeError, match="op 'add' has no kernel for the Test backend"):
+        backend.kernel("add")
+
+
+def test_elementwise_kernels_are_generated_from_the_declaration() -> None:
+    op = OPS["hardtanh"]
+    assert op.expr and op.params == ("min_val", "max_val") and op.inplace
+    kernel = CPU.kernel("hardtanh")
+    assert CPU.kernel("hardtanh") is kernel  # generated once, then cached in the table
+    assert op.cost(10, 4) == (2 * 10 * 4, 10)
+
+
+def test_declaring_twice_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="declared twice"):
+        declare(OpDef(name="add", frontend=lambda: None))
+
+
+def test_every_public_op_is_exported_once() -> None:
+    for name, op in OPS.items():
+        if not name.startswith("_"):
+            assert getattr(gt, name) is op.frontend, name
+
+
+def test_generated_sources_are_content_addressed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GPUTENSOR_CACHE_DIR", str(tmp_path))
+    mod = codegen.load_module("probe", "VALUE = 41 + 1\n")
+    assert mod.VALUE == 42
+    files = list((tmp_path / "numba_kernels").glob("_gputensor_gen_probe_*.py"))
+    assert len(files) == 1
+    assert codegen.load_module("probe", "VALUE = 41 + 1\n") is mod
+
+
+@pytest.mark.parametrize("name,np_fn", [("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt),
+                                        ("floor", np.floor), ("abs", np.abs)])
+def test_unary_kernels_match_numpy(device: str, name: str, np_fn) -> None:
+    numpy_test_op([(3, 5)], np_fn, getattr(gt, name), device=device, low=0.1, high=3.0,
+                  dtype=gt.float64, check_dtype=True)
+
+
+def test_broadcast_strided_kernels_match_numpy(device: str) -> None:
+    numpy_test_op([(4, 1, 3), (5, 1)], lambda a, b: np.swapaxes(np.maximum(a, b), -1, -2),
+                  lambda a, b: gt.maximum(a, b).mT, device=device, dtype=gt.float32)
+    numpy_test_op([(6, 4)], lambda a: a[::2, 1:] * 3 - 1,
+                  lambda a: a[::2, 1:] * 3 - 1, device=device, dtype=gt.float64)
