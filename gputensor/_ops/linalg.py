@@ -236,30 +236,36 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape."""
     _check_addmm(input, mat1, mat2, "addmm")
-    dt = input._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "addmm"), _scalar(alpha, dt, "alpha", "addmm")
-    dev = _device(input, mat1, mat2, op_name="addmm")
     shape = (mat1._shape[0], mat2._shape[1])
-    c = expand(input, shape)
-    res = _result(out, shape, dt, dev, "addmm")
-    return _gemm(res, shape, mat1, mat2, c, beta, alpha, bump=out is not None)
+    return _add_product("addmm", input, mat1, mat2, shape, beta, alpha, out)
 
 
 def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     _check_addmm(self, mat1, mat2, "addmm_")
     shape = (mat1._shape[0], mat2._shape[1])
-    _check_inplace_shape(self, shape)
-    dt = self._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "addmm_"), _scalar(alpha, dt, "alpha", "addmm_")
-    _device(self, mat1, mat2, op_name="addmm_")
-    return _gemm(self, shape, mat1, mat2, self, beta, alpha, bump=True)
+    return _add_product("addmm_", self, mat1, mat2, shape, beta, alpha, inplace=True)
 
 
 def _check_inplace_shape(self: Tensor, shape: tuple[int, ...]) -> None:
     if self._shape != shape:
         raise RuntimeError(f"Bad in-place call: input tensor size {list(self._shape)} and output "
                            f"tensor size {list(shape)} should match")
+
+
+def _add_product(op_name: str, input: Tensor, a: Tensor, b: Tensor, shape: tuple[int, ...],
+                 beta: Any, alpha: Any, out: Tensor | None = None,
+                 inplace: bool = False) -> Tensor:
+    """beta * input + alpha * (a @ b): into a new tensor, into ``out``, or into ``input``."""
+    if inplace:
+        _check_inplace_shape(input, shape)
+    dt = input._dtype
+    beta, alpha = _scalar(beta, dt, "beta", op_name), _scalar(alpha, dt, "alpha", op_name)
+    dev = _device(input, a, b, op_name=op_name)
+    if inplace:
+        return _gemm(input, shape, a, b, input, beta, alpha, bump=True)
+    res = _result(out, shape, dt, dev, op_name)
+    return _gemm(res, shape, a, b, expand(input, shape), beta, alpha, bump=out is not None)
 
 
 # -- batched products ----------------------------------------------------------------------------
@@ -302,24 +308,15 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
             out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
     _check_baddbmm(input, batch1, batch2, "baddbmm")
-    dt = input._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "baddbmm"), _scalar(alpha, dt, "alpha", "baddbmm")
-    dev = _device(input, batch1, batch2, op_name="baddbmm")
     shape = batch1._shape[:2] + batch2._shape[2:]
-    c = expand(input, shape)
-    res = _result(out, shape, dt, dev, "baddbmm")
-    return _gemm(res, shape, batch1, batch2, c, beta, alpha, bump=out is not None)
+    return _add_product("baddbmm", input, batch1, batch2, shape, beta, alpha, out)
 
 
 def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
              alpha: Any = 1) -> Tensor:
     _check_baddbmm(self, batch1, batch2, "baddbmm_")
     shape = batch1._shape[:2] + batch2._shape[2:]
-    _check_inplace_shape(self, shape)
-    dt = self._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "baddbmm_"), _scalar(alpha, dt, "alpha", "baddbmm_")
-    _device(self, batch1, batch2, op_name="baddbmm_")
-    return _gemm(self, shape, batch1, batch2, self, beta, alpha, bump=True)
+    return _add_product("baddbmm_", self, batch1, batch2, shape, beta, alpha, inplace=True)
 
 
 def _check_addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) -> None:
@@ -355,26 +352,19 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
            out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]; input broadcasts to (n, m)."""
     _check_addbmm(input, batch1, batch2, "addbmm")
-    dt = input._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "addbmm"), _scalar(alpha, dt, "alpha", "addbmm")
-    dev = _device(input, batch1, batch2, op_name="addbmm")
     shape = (batch1._shape[1], batch2._shape[2])
-    c = expand(input, shape)
-    res = _result(out, shape, dt, dev, "addbmm")
+    _device(input, batch1, batch2, op_name="addbmm")
     a, b = _addbmm_operands(batch1, batch2)
-    return _gemm(res, shape, a, b, c, beta, alpha, bump=out is not None)
+    return _add_product("addbmm", input, a, b, shape, beta, alpha, out)
 
 
 def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     _check_addbmm(self, batch1, batch2, "addbmm_")
     shape = (batch1._shape[1], batch2._shape[2])
-    _check_inplace_shape(self, shape)
-    dt = self._dtype
-    beta, alpha = _scalar(beta, dt, "beta", "addbmm_"), _scalar(alpha, dt, "alpha", "addbmm_")
     _device(self, batch1, batch2, op_name="addbmm_")
     a, b = _addbmm_operands(batch1, batch2)
-    return _gemm(self, shape, a, b, self, beta, alpha, bump=True)
+    return _add_product("addbmm_", self, a, b, shape, beta, alpha, inplace=True)
 
 
 # -- matrix @ vector, vector . vector ------------------------------------------------------------
