@@ -9,9 +9,29 @@ code generator compiles every elementwise op from its one expression on first us
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+CostModel = Callable[[Sequence[Any], Any], tuple[int, int]]
+
+
+def _tensors(x: Any) -> list[Any]:
+    """The tensors in an op's arguments or result (nested lists/tuples flattened)."""
+    if isinstance(x, list | tuple):
+        return [t for item in x for t in _tensors(item)]
+    return [x] if hasattr(x, "numel") and hasattr(x, "element_size") else []
+
+
+def memory_cost(flops_per_element: float = 0.0, per: str = "output") -> CostModel:
+    """A cost model for ops bound by memory traffic: bytes = every tensor read plus every
+    tensor written; flops = ``flops_per_element`` times the output's (or input's) elements."""
+    def cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
+        ins, outs = _tensors(list(inputs)), _tensors(output)
+        moved = sum(t.numel() * t.element_size() for t in ins + outs)
+        counted = outs if per == "output" else ins
+        return moved, int(flops_per_element * sum(t.numel() for t in counted))
+    return cost
 
 
 @dataclass(eq=False)
@@ -26,7 +46,8 @@ class OpDef:
     dtype_rule: str = "promote"
     method: bool = True          # exposed as Tensor.<name>
     inplace: bool = False        # Tensor.<name>_ exists
-    cost: Callable[..., tuple[int, int]] | None = None  # (bytes moved, flops) for the profiler
+    # cost(inputs, output) -> (bytes moved, flops), for the profiler's throughput figures.
+    cost: CostModel = field(default_factory=memory_cost)
     derivative: Any = None       # filled by the autograd declarations
     aliases: tuple[str, ...] = ()
     doc: str = ""

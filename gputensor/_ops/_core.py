@@ -23,8 +23,11 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
        aliases: tuple[str, ...] = (), cost: Callable | None = None, **extra: Any) -> Callable:
     """Declare a non-elementwise op whose frontend is the decorated function."""
     def deco(fn: Callable) -> Callable:
-        declare(OpDef(name=name or fn.__name__, frontend=fn, method=method, inplace=inplace,
-                      aliases=aliases, cost=cost, doc=fn.__doc__ or "", extra=extra))
+        opdef = OpDef(name=name or fn.__name__, frontend=fn, method=method, inplace=inplace,
+                      aliases=aliases, doc=fn.__doc__ or "", extra=extra)
+        if cost is not None:
+            opdef.cost = cost
+        declare(opdef)
         return fn
     return deco
 

@@ -13,7 +13,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.autograd.grad_mode import is_grad_enabled
-from gputensor.kernels.registry import BACKENDS, OpDef, declare
+from gputensor.kernels.registry import BACKENDS, OpDef, declare, memory_cost
 
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, result_type
@@ -221,10 +221,9 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
 def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote",
                 params: tuple[str, ...] = (), method: bool = True, inplace: bool = True,
                 flops: int = 1, **extra: Any) -> OpDef:
-    def cost(numel: int, itemsize: int) -> tuple[int, int]:
-        return (arity + 1) * numel * itemsize, flops * numel
     op = OpDef(name=name, frontend=None, expr=expr, arity=arity, params=params,
-               dtype_rule=dtype_rule, method=method, inplace=inplace, cost=cost, extra=extra)
+               dtype_rule=dtype_rule, method=method, inplace=inplace, cost=memory_cost(flops),
+               extra=extra)
     op.frontend, op.extra["inplace_fn"] = make_frontend(op)
     return declare(op)
 

@@ -12,24 +12,24 @@ here only validate and build views (unsqueeze, permute, reshape) around that cal
 einsum has its own kernel, ``einsum(out, operands, equation, compute)``, fed an explicit
 letters-only equation whose operands already have every label at its broadcast size.
 
-Cost models (``OpDef.cost``, for the profiler) return (bytes moved, flops):
-``gemm_cost(m, n, k, itemsize, batch=1)`` for the products (``addgemm_cost`` when c is read
-too), ``product_cost(numel, itemsize)`` for outer/kron (one multiply per output element) and
-``einsum_cost(operand_numels, out_numel, summed_size, itemsize)``.
+Cost models (``OpDef.cost(inputs, output) -> (bytes moved, flops)``, for the profiler):
+``gemm_cost(...)`` builds the products' model (2*K flops per output element, plus the add pass
+of the add* ops), ``product_cost`` counts one multiply per output element (outer, kron) and
+``contraction_cost`` estimates tensordot/einsum from operand and output sizes.
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from functools import partial
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor, normalize_dim
-from gputensor.kernels.registry import OPS
+from gputensor.kernels.registry import OPS, memory_cost
 
 from ._core import check_out, empty, kernel, op
 from .composite import conj
@@ -37,31 +37,38 @@ from .copying import copy_
 from .views import expand, permute, reshape, unsqueeze
 
 
-# -- cost models -------------------------------------------------------------------------------
-def gemm_cost(m: int, n: int, k: int, itemsize: int, batch: int = 1,
-              accumulate: bool = False) -> tuple[int, int]:
-    """(bytes, flops) of ``batch`` products (m x k) @ (k x n); ``accumulate`` adds reading and
-    adding c (m x n) as in addmm."""
-    out_elems = batch * m * n
-    elems = batch * (m * k + k * n) + out_elems * (2 if accumulate else 1)
-    flops = 2 * out_elems * k + (2 * out_elems if accumulate else 0)
-    return elems * itemsize, flops
+# -- cost models: cost(inputs, output) -> (bytes moved, flops) ---------------------------------
+def _nbytes(ts: Sequence[Any]) -> int:
+    return sum(t.numel() * t.element_size() for t in ts if isinstance(t, Tensor))
 
 
-addgemm_cost = partial(gemm_cost, accumulate=True)
+def gemm_cost(left: int = 0, accumulate: bool = False,
+              contracted: Callable[[Tensor], int] | None = None) -> Callable:
+    """Cost of products whose left factor is ``inputs[left]``: 2*K flops per output element,
+    K being the factor's last dim (or ``contracted(factor)``); ``accumulate`` adds the
+    beta*input + alpha*product pass of the add* ops."""
+    def cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
+        factor = inputs[left]
+        k = contracted(factor) if contracted else (factor._shape[-1] if factor._shape else 1)
+        n_out = output.numel() if isinstance(output, Tensor) else 1
+        flops = 2 * n_out * k + (2 * n_out if accumulate else 0)
+        return _nbytes(inputs) + _nbytes([output]), flops
+    return cost
 
 
-def product_cost(numel: int, itemsize: int) -> tuple[int, int]:
-    """(bytes, flops) of an outer-product-like op writing ``numel`` elements."""
-    return 3 * numel * itemsize, numel
+def contraction_cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
+    """tensordot/einsum of two operands: K = sqrt(numel(a) * numel(b) / numel(out)) is exact
+    for a pure contraction (a = free_a*K, b = K*free_b) and an estimate with batch labels."""
+    ts = [t for t in inputs if isinstance(t, Tensor)]
+    n_out = max(output.numel(), 1)
+    if len(ts) == 2:
+        k = math.sqrt(ts[0].numel() * ts[1].numel() / n_out)
+    else:
+        k = max((t.numel() for t in ts), default=0) / n_out
+    return _nbytes(ts) + _nbytes([output]), int(2 * n_out * max(k, 1.0))
 
 
-def einsum_cost(operand_numels: list[int], out_numel: int, summed_size: int,
-                itemsize: int) -> tuple[int, int]:
-    """(bytes, flops) of a naive einsum: each output element multiplies the operands over the
-    ``summed_size`` combinations of the summed labels and adds them up."""
-    n_ops = len(operand_numels)
-    return (sum(operand_numels) + out_numel) * itemsize, out_numel * summed_size * max(n_ops, 1)
+product_cost = memory_cost(1)  # outer, kron: one multiply per output element
 
 
 # -- argument checks -----------------------------------------------------------------------------
@@ -202,7 +209,7 @@ def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
     return _gemm(res, shape, a, b, bump=out is not None)
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of an (n x k) and a (k x m) matrix."""
     _tensor_arg(input, "input", "mm", 1)
@@ -231,7 +238,7 @@ def _check_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, op_name: str) -> Non
         raise _mm_shapes_error(mat1._shape, mat2._shape)
 
 
-@op(inplace=True, cost=addgemm_cost)
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape."""
@@ -282,7 +289,7 @@ def _check_bmm(batch1: Tensor, batch2: Tensor, op_name: str, impl: str) -> None:
         raise _bmm_shapes_error(b, k, batch2._shape[:2])
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product: (b x n x k) @ (b x k x m) -> (b x n x m)."""
     _tensor_arg(input, "input", "bmm", 1)
@@ -303,7 +310,7 @@ def _check_baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) 
                            f"batch1: {_CTYPE[batch1._dtype]}, batch2: {_CTYPE[batch2._dtype]}")
 
 
-@op(inplace=True, cost=addgemm_cost)
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
             out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
@@ -347,7 +354,8 @@ def _addbmm_operands(batch1: Tensor, batch2: Tensor) -> tuple[Tensor, Tensor]:
     return reshape(permute(batch1, 1, 0, 2), (n, b * k)), reshape(batch2, (b * k, m))
 
 
-@op(inplace=True, cost=addgemm_cost)
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True,
+                                     contracted=lambda b: b._shape[0] * b._shape[2]))
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
            out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]; input broadcasts to (n, m)."""
@@ -393,7 +401,7 @@ def _mv(mat: Tensor, vec: Tensor, out: Tensor | None, op_name: str,
     return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product: (n x k) @ (k,) -> (n,)."""
     _tensor_arg(input, "input", "mv", 1)
@@ -412,7 +420,7 @@ def _addmv_prepare(input: Tensor, mat: Tensor, vec: Tensor, beta: Any, alpha: An
     return c, _scalar(beta, dt, "beta", op_name), _scalar(alpha, dt, "alpha", op_name)
 
 
-@op(inplace=True, cost=addgemm_cost)
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
@@ -453,7 +461,7 @@ def _dot(a: Tensor, b: Tensor, out: Tensor | None, op_name: str) -> Tensor:
     return _gemm(res, (1, 1), unsqueeze(a, 0), unsqueeze(b, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of one dtype (no conjugation)."""
     _tensor_arg(input, "input", "dot", 1)
@@ -461,7 +469,7 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _dot(input, tensor, out, "dot")
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product conjugating the first argument: sum(conj(input) * other)."""
     _tensor_arg(input, "input", "vdot", 1)
@@ -512,7 +520,7 @@ def _matmul_batched(a: Tensor, b: Tensor, out: Tensor | None) -> Tensor:
                  bump=out is not None)
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
     batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
@@ -629,7 +637,7 @@ def _expand_contracted(t: Tensor, dims: list[int], sizes: list[int]) -> Tensor:
     return t if tuple(shape) == t._shape else expand(t, shape)
 
 
-@op(method=False, cost=gemm_cost)
+@op(method=False, cost=contraction_cost)
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """Contract dims of a with dims of b: ``dims`` is an int (a's last n with b's first n) or a
     pair of lists. A size-1 contracted dim broadcasts against the other side, as in PyTorch."""
@@ -660,7 +668,7 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     return _gemm(res, (pa, pb), mat_a, mat_b, bump=out is not None)
 
 
-@op(cost=gemm_cost)
+@op(cost=gemm_cost())
 def inner(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Sum of products over the last dims (a plain product when either is 0-D)."""
     _tensor_arg(input, "input", "inner", 1)
@@ -862,7 +870,7 @@ def _einsum_dtypes(operands: list[Tensor], summed: bool) -> D.dtype:
     return dt
 
 
-@op(method=False, cost=einsum_cost)
+@op(method=False, cost=contraction_cost)
 def einsum(*args: Any) -> Tensor:
     """Einstein summation: ``einsum('ij,jk->ik', a, b)``, operands as a list, or the sublist
     form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. Labels are [a-zA-Z]; '...' covers broadcast

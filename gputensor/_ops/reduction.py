@@ -17,7 +17,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
-from gputensor.kernels.registry import OPS
+from gputensor.kernels.registry import OPS, memory_cost
 
 from ._core import as_index_list, check_out, empty, kernel, op
 
@@ -463,3 +463,14 @@ def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     return _softmax("log_softmax", input, dim, dtype, log=True)
+
+
+# Cost models for the profiler: reductions and scans read every input element once and do about
+# one flop per element (more for the moments and softmax family).
+for _name, _flops in (("sum", 1), ("nansum", 1), ("prod", 1), ("mean", 1), ("amax", 1),
+                      ("amin", 1), ("max", 1), ("min", 1), ("argmax", 1), ("argmin", 1),
+                      ("aminmax", 2), ("var", 3), ("std", 3), ("var_mean", 3), ("std_mean", 3),
+                      ("norm", 2), ("logsumexp", 4), ("all", 1), ("any", 1),
+                      ("count_nonzero", 1), ("cumsum", 1), ("cumprod", 1), ("softmax", 5),
+                      ("log_softmax", 5)):
+    OPS[_name].cost = memory_cost(_flops, per="input")

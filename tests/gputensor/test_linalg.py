@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import gputensor as gt
-from gputensor._ops.linalg import gemm_cost
 from gputensor.kernels.registry import OPS
 from tests.helpers import assert_close, noncontiguous, random_array, requires_torch, torch
 
@@ -570,13 +569,18 @@ def test_registry_and_methods() -> None:
 
 
 def test_cost_models() -> None:
-    assert gemm_cost(2, 3, 4, 4) == ((2 * 4 + 4 * 3 + 2 * 3) * 4, 2 * 2 * 3 * 4)
-    assert OPS["mm"].cost(1024, 1024, 1024, 4)[1] == 2 * 1024 ** 3
-    nbytes, flops = OPS["addmm"].cost(2, 3, 4, 8)
-    assert flops == 2 * 2 * 3 * 4 + 2 * 2 * 3 and nbytes == (8 + 12 + 2 * 6) * 8
-    assert OPS["bmm"].cost(2, 3, 4, 4, batch=5)[1] == 5 * 2 * 2 * 3 * 4
-    assert OPS["outer"].cost(6, 4) == (72, 6)
-    assert OPS["einsum"].cost([6, 12], 8, 3, 4) == ((6 + 12 + 8) * 4, 8 * 3 * 2)
+    a, b, c = gt.ones(2, 4), gt.ones(4, 3), gt.ones(2, 3)
+    out = gt.mm(a, b)
+    assert OPS["mm"].cost([a, b], out) == ((8 + 12 + 6) * 4, 2 * 6 * 4)
+    nbytes, flops = OPS["addmm"].cost([c, a, b], out)
+    assert flops == 2 * 6 * 4 + 2 * 6 and nbytes == (6 + 8 + 12 + 6) * 4
+    b1, b2 = gt.ones(5, 2, 4), gt.ones(5, 4, 3)
+    assert OPS["bmm"].cost([b1, b2], gt.bmm(b1, b2))[1] == 5 * 2 * 2 * 3 * 4
+    assert OPS["addbmm"].cost([c, b1, b2], out)[1] == 2 * 6 * (5 * 4) + 2 * 6
+    v, w = gt.ones(6), gt.ones(4)
+    assert OPS["outer"].cost([v, w], gt.outer(v, w)) == ((6 + 4 + 24) * 4, 24)
+    assert OPS["tensordot"].cost([a, b], out)[1] == 2 * 6 * 4  # exact for a contraction
+    assert OPS["einsum"].cost(["ij,jk->ik", a, b], out)[1] == 2 * 6 * 4
 
 
 # -- property test: random broadcast shapes through matmul ---------------------------------------

@@ -29,7 +29,16 @@ def test_elementwise_kernels_are_generated_from_the_declaration() -> None:
     assert op.expr and op.params == ("min_val", "max_val") and op.inplace
     kernel = CPU.kernel("hardtanh")
     assert CPU.kernel("hardtanh") is kernel  # generated once, then cached in the table
-    assert op.cost(10, 4) == (2 * 10 * 4, 10)
+    x = gt.ones(10)
+    assert op.cost([x], x) == (2 * 10 * 4, 10)
+
+
+def test_every_op_has_a_cost_model() -> None:
+    x = gt.ones(4, 3)
+    assert all(callable(op.cost) for op in OPS.values())
+    assert OPS["sum"].cost([x], gt.tensor(1.0)) == ((12 + 1) * 4, 12)
+    assert OPS["softmax"].cost([x, 1], x)[0] == 2 * 12 * 4
+    assert OPS["cat"].cost([[x, x]], gt.ones(8, 3)) == ((24 + 24) * 4, 0)
 
 
 def test_declaring_twice_is_an_error() -> None:
