@@ -80,15 +80,6 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def expand_strides(t: Tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """Strides of ``t`` broadcast to ``shape`` (0 on broadcast dims)."""
-    lead = len(shape) - len(t._shape)
-    strides = [0] * lead
-    for n, (size, st) in enumerate(zip(t._shape, t._stride, strict=True)):
-        strides.append(st if size == shape[lead + n] else 0)
-    return tuple(strides)
-
-
 # -- promotion -------------------------------------------------------------------------------
 def result_type(*operands: Any) -> D.dtype:
     """PyTorch's result_type over tensors and Python scalars."""
@@ -122,13 +113,6 @@ def common_device(*operands: Any, op_name: str) -> Device:
 def _device_mismatch(a: Device, b: Device, op_name: str) -> RuntimeError:
     return RuntimeError(f"Expected all tensors to be on the same device, but found at least two "
                         f"devices, {a} and {b}! (when checking arguments for {op_name})")
-
-
-def to_tensor_arg(x: Any, dtype: D.dtype, dev: Device) -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    from gputensor._ops.creation import scalar_tensor
-    return scalar_tensor(x, dtype, dev)
 
 
 def check_out(out: Tensor, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
