@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -126,9 +127,13 @@ def check_out(out: Tensor, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
                            f"type {out.dtype.legacy_name}")
     if tuple(out._shape) != tuple(shape):
         if out.numel() != 0:
-            raise RuntimeError(f"{op_name}(): out has shape {list(out._shape)} but the result "
-                               f"has shape {list(shape)}")
-        out.resize_(shape)
+            # PyTorch resizes a non-empty out= of the wrong shape too, with this warning.
+            warnings.warn(f"An output with one or more elements was resized since it had shape "
+                          f"{list(out._shape)}, which does not match the required output shape "
+                          f"{list(shape)} (in {op_name}). This behavior is deprecated; pass an "
+                          f"out tensor of the right shape or an empty one.", UserWarning,
+                          stacklevel=3)
+        out.resize_(tuple(shape))
 
 
 def as_index_list(dims: Any, ndim: int) -> list[int]:
