@@ -363,10 +363,11 @@ class Tensor:
         from gputensor._tensor_str import format_tensor
         values = self.detach().cpu()._host
         grad_fn = type(self.grad_fn).__name__ if self.grad_fn is not None else None
+        default = D.get_default_dtype()
         return format_tensor(values, dtype_name=self._dtype.name,
-                             is_default_dtype=self._dtype is D.get_default_dtype(),
-                             device=str(self.device), requires_grad=self._requires_grad,
-                             grad_fn_name=grad_fn)
+                             is_default_dtype=self._dtype is default,
+                             default_dtype_name=default.name, device=str(self.device),
+                             requires_grad=self._requires_grad, grad_fn_name=grad_fn)
 
     def __format__(self, spec: str) -> str:
         if self.dim() == 0:
