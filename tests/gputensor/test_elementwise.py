@@ -366,20 +366,20 @@ def _div(mode: str | None) -> tuple[Callable, Callable]:
 
 
 BINARY = {
-    "add": (torch.add if torch else None, gt.add),
+    "add": (torch.add, gt.add),
     "add_alpha": (partial(torch.add, alpha=2), partial(gt.add, alpha=2)),
-    "sub": (torch.sub if torch else None, gt.sub),
+    "sub": (torch.sub, gt.sub),
     "sub_alpha": (partial(torch.sub, alpha=3), partial(gt.sub, alpha=3)),
-    "mul": (torch.mul if torch else None, gt.mul),
+    "mul": (torch.mul, gt.mul),
     "div": _div(None), "div_trunc": _div("trunc"), "div_floor": _div("floor"),
-    "true_divide": (torch.true_divide if torch else None, gt.true_divide),
-    "floor_divide": (torch.floor_divide if torch else None, gt.floor_divide),
-    "remainder": (torch.remainder if torch else None, gt.remainder),
-    "fmod": (torch.fmod if torch else None, gt.fmod),
-    "pow": (torch.pow if torch else None, gt.pow),
-    "atan2": (torch.atan2 if torch else None, gt.atan2),
-    "maximum": (torch.maximum if torch else None, gt.maximum),
-    "minimum": (torch.minimum if torch else None, gt.minimum),
+    "true_divide": (torch.true_divide, gt.true_divide),
+    "floor_divide": (torch.floor_divide, gt.floor_divide),
+    "remainder": (torch.remainder, gt.remainder),
+    "fmod": (torch.fmod, gt.fmod),
+    "pow": (torch.pow, gt.pow),
+    "atan2": (torch.atan2, gt.atan2),
+    "maximum": (torch.maximum, gt.maximum),
+    "minimum": (torch.minimum, gt.minimum),
 }
 # dtypes whose values are checked per op. add_alpha/sub_alpha, div/true_divide and
 # div_floor/floor_divide share kernels (alpha is a kernel argument); ints divide in float32.
@@ -1024,22 +1024,10 @@ def test_large_parallel_path(device: str) -> None:
 
 # -- result dtypes and errors for every dtype pair (frontend rules, no kernels) ----------------
 SWEEP_BINARY = {
-    "add": (torch.add if torch else None, gt.add),
-    "sub": (torch.sub if torch else None, gt.sub),
-    "mul": (torch.mul if torch else None, gt.mul),
-    "div": (torch.div if torch else None, gt.div),
-    "div_trunc": _div("trunc"), "div_floor": _div("floor"),
-    "true_divide": (torch.true_divide if torch else None, gt.true_divide),
-    "floor_divide": (torch.floor_divide if torch else None, gt.floor_divide),
-    "remainder": (torch.remainder if torch else None, gt.remainder),
-    "fmod": (torch.fmod if torch else None, gt.fmod),
-    "pow": (torch.pow if torch else None, gt.pow),
-    "atan2": (torch.atan2 if torch else None, gt.atan2),
-    "maximum": (torch.maximum if torch else None, gt.maximum),
-    "minimum": (torch.minimum if torch else None, gt.minimum),
-    **{n: (getattr(torch, n) if torch else None, getattr(gt, n))
+    **{n: pair for n, pair in BINARY.items() if not n.endswith("_alpha")},
+    **{n: (getattr(torch, n), getattr(gt, n))
        for n in COMPARE + LOGICAL + BITWISE + ["bitwise_left_shift", "bitwise_right_shift"]},
-    "float_power": (torch.float_power if torch else None, gt.float_power),
+    "float_power": (torch.float_power, gt.float_power),
 }
 
 
