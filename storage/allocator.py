@@ -69,6 +69,8 @@ class CPUDriver:
 
 
 DRIVERS: dict[str, DeviceDriver] = {"cpu": CPUDriver()}
+CUDA_UNAVAILABLE = ("CUDA is not available: no CUDA memory driver is registered (the CUDA "
+                    "backend needs an NVIDIA GPU with CuPy, or the CPU emulator of CUDA kernels)")
 
 
 def register_driver(driver: DeviceDriver) -> None:
@@ -80,7 +82,6 @@ def driver_for(device_type: str) -> DeviceDriver:
     try:
         return DRIVERS[device_type]
     except KeyError:
-        raise RuntimeError(
-            f"no memory driver for device type {device_type!r}: "
-            + ("CUDA is not available (no GPU/CuPy, and the CUDA emulator is off)"
-               if device_type == "cuda" else "unknown device type")) from None
+        if device_type == "cuda":
+            raise RuntimeError(CUDA_UNAVAILABLE) from None
+        raise RuntimeError(f"no memory driver for device type {device_type!r}") from None

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .allocator import DRIVERS
+from .allocator import CUDA_UNAVAILABLE, DRIVERS
 
 # mover(dst, dst_offset, src, src_offset, count); offsets and count are in elements.
 Mover = Callable[..., None]
@@ -86,6 +86,5 @@ def copy_storage(dst, src, count: int | None = None, dst_offset: int = 0,
 def _why_missing(*device_types: str) -> str:
     missing = [t for t in device_types if t not in DRIVERS]
     if "cuda" in missing:
-        return ("CUDA is not available: install gputensor[cuda12] (or cuda13) on a machine "
-                "with an NVIDIA GPU, or set GPUTENSOR_CUDA_EMULATOR=1")
+        return CUDA_UNAVAILABLE
     return f"no driver registered for device type(s) {missing}"

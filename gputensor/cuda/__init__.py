@@ -8,7 +8,7 @@ clear error from the copy table.
 from __future__ import annotations
 
 from gputensor._legacy import types_in
-from gputensor.storage.allocator import DRIVERS
+from gputensor.storage.allocator import CUDA_UNAVAILABLE, DRIVERS
 from gputensor.storage.typed import STORAGE_TYPES
 
 
@@ -23,9 +23,7 @@ def device_count() -> int:
 
 def _require() -> None:
     if not is_available():
-        raise RuntimeError("CUDA is not available: no CUDA driver is registered (install "
-                           "gputensor[cuda12] on a machine with an NVIDIA GPU, or set "
-                           "GPUTENSOR_CUDA_EMULATOR=1)")
+        raise RuntimeError(CUDA_UNAVAILABLE)
 
 
 def current_device() -> int:
