@@ -39,17 +39,22 @@ def kernel(t: Tensor, op_name: str) -> Callable:
 
 
 # -- allocation ------------------------------------------------------------------------------
+def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
+    """A new contiguous CPU tensor around a fresh NumPy array (the hot path of every op)."""
+    arr = np.empty(shape, dtype.np_dtype)
+    storage = object.__new__(UntypedStorage)
+    storage._buf, storage.device, storage._version = arr, CPU, 0
+    t = object.__new__(Tensor)
+    t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
+    t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
+    t._np = t._np_buf = arr
+    return t
+
+
 def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     """A new contiguous tensor with uninitialised elements."""
     if dev is CPU or dev.type == "cpu":
-        arr = np.empty(shape, dtype.np_dtype)
-        storage = object.__new__(UntypedStorage)
-        storage._buf, storage.device, storage._version = arr, CPU, 0
-        t = object.__new__(Tensor)
-        t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
-        t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
-        t._np = t._np_buf = arr
-        return t
+        return empty_cpu(shape, dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     buf = driver_for(dev.type).alloc(nbytes, dev.index)
     return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from gputensor import _dtype as D
+from gputensor._device import CPU
 from gputensor._tensor import Tensor
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.kernels.registry import BACKENDS, OpDef, declare, memory_cost
 
 from . import _core
-from ._core import broadcast_shapes, check_out, empty, result_type
+from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
 
 # dtype rules: how the compute dtype and the output dtype follow from the promoted type.
 _FLOAT_RESULT = ("float", "float_compare")
@@ -196,7 +197,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             else:
                 rule = fast_rules.get(dt)
                 if rule is not None:
-                    result = empty(shape, rule[1], dev)
+                    result = empty_cpu(shape, rule[1]) if dev is CPU else empty(shape, rule[1], dev)
                     k = kernels.get(dev.type)
                     if k is None:
                         k = kernels[dev.type] = BACKENDS[dev.type, "strided"].kernel(op.name)

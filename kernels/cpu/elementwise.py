@@ -111,17 +111,24 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
     all_arrays = (True,) * op.arity
     serial_flat: list[Callable] = []  # the most common kernel, looked up once
     param_cache: dict[tuple, tuple] = {}  # scalar params converted to the compute dtype
+    memo: list[tuple] = [(None, None, None)]  # the last (params, compute, converted)
 
     def run(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype) -> None:
         o = out._np if out._np_buf is out._storage._buf else out._host
         if params:
-            converted = param_cache.get((params, compute))
-            if converted is None:
-                if len(param_cache) > 256:
-                    param_cache.clear()
-                pdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
-                converted = param_cache[params, compute] = tuple(_scalar(p, pdt) for p in params)
-            params = converted
+            last = memo[0]  # one tuple, swapped whole, so threads never see a torn entry
+            if params is last[0] and compute is last[1]:  # e.g. the op's defaults, call after call
+                params = last[2]
+            else:
+                converted = param_cache.get((params, compute))
+                if converted is None:
+                    if len(param_cache) > 256:
+                        param_cache.clear()
+                    pdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
+                    converted = param_cache[params, compute] = tuple(_scalar(p, pdt)
+                                                                     for p in params)
+                memo[0] = (params, compute, converted)
+                params = converted
         # Fast path: inputs with the output's shape and (contiguous) strides, in its dtype. The
         # identity checks work because contiguous strides come from one cache.
         shape, stride = out._shape, out._stride
