@@ -122,9 +122,13 @@ def _device_mismatch(a: Device, b: Device, op_name: str) -> RuntimeError:
 
 
 def check_out(out: Tensor, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
-              op_name: str) -> None:
+              op_name: str, exact_dtype: bool = False) -> None:
+    """Validate an ``out=`` tensor; ops that never cast into ``out`` pass ``exact_dtype``."""
     if not isinstance(out, Tensor):
         raise TypeError(f"{op_name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if exact_dtype and out._dtype is not dtype:
+        raise RuntimeError(f"{op_name}(): Expected out tensor to have dtype {dtype.name}, but "
+                           f"got {out._dtype.name} instead")
     if out.device != dev:
         raise RuntimeError(f"{op_name}(): out is on {out.device} but the inputs are on {dev}")
     if not D.can_cast(dtype, out.dtype):

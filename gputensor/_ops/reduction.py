@@ -59,10 +59,7 @@ def _deliver(result: Tensor, out: Tensor | None, name: str, exact_dtype: bool = 
              ) -> Tensor:
     if out is None:
         return result
-    if exact_dtype and isinstance(out, Tensor) and out.dtype is not result.dtype:
-        raise RuntimeError(f"{name}(): Expected out tensor to have dtype {result.dtype}, but "
-                           f"got {out.dtype} instead")
-    check_out(out, result._shape, result._dtype, result.device, name)
+    check_out(out, result._shape, result._dtype, result.device, name, exact_dtype)
     return out.copy_(result)
 
 

@@ -137,10 +137,7 @@ def _alloc(out: Tensor | None, shape: tuple[int, ...], dtype: D.dtype, dev: Devi
     if out is None:
         return empty(tuple(shape), dtype, dev)
     _check_tensor(out, "out", op_name)
-    if out.dtype is not dtype:
-        raise RuntimeError(f"Expected out tensor to have dtype {dtype.name}, but got "
-                           f"{out.dtype.name} instead")
-    check_out(out, tuple(shape), dtype, dev, op_name)
+    check_out(out, tuple(shape), dtype, dev, op_name, exact_dtype=True)
     return out
 
 
