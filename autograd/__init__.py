@@ -1,5 +1,9 @@
-"""gputensor.autograd: grad mode now; the engine, Function and gradcheck land with training."""
+"""gputensor.autograd: grad modes, the backward engine, custom Functions and gradcheck."""
 
+from . import anomaly_mode, graph
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
+from .engine import backward, grad
+from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import (
     enable_grad,
     inference_mode,
@@ -8,6 +12,9 @@ from .grad_mode import (
     no_grad,
     set_grad_enabled,
 )
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 
-__all__ = ["enable_grad", "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
-           "no_grad", "set_grad_enabled"]
+__all__ = ["Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly",
+           "enable_grad", "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "once_differentiable",
+           "set_detect_anomaly", "set_grad_enabled", "anomaly_mode"]

@@ -71,6 +71,7 @@ class Tensor:
     _requires_grad = False
     grad = None
     grad_fn = None
+    _output_nr = 0
     _base = None
 
     # -- construction ------------------------------------------------------------------------
@@ -247,7 +248,7 @@ class Tensor:
     def _is_view(self) -> bool:
         return self._base is not None
 
-    # -- autograd fields (the engine lands with the training issue) ----------------------------
+    # -- autograd -----------------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -258,7 +259,9 @@ class Tensor:
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
                                f"gradients, got {self._dtype}")
         if self.grad_fn is not None and not value:
-            raise RuntimeError("you can only change requires_grad flags of leaf variables.")
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -268,6 +271,43 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad``."""
+        from gputensor.autograd.engine import backward
+        backward(self, gradient, retain_graph, create_graph, inputs)
+
+    def register_hook(self, hook: Any) -> Any:
+        """``hook(grad)`` runs when this tensor's gradient is computed; it may return a
+        replacement. Returns a handle whose ``remove()`` unregisters it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            return self.grad_fn._register_tensor_hook(self._output_nr, hook)
+        from gputensor.autograd.graph import RemovableHandle
+        hooks = self.__dict__.setdefault("_leaf_hooks", {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self.__dict__.get("retains_grad"):
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def keep(g: Tensor) -> None:
+            t = ref()
+            if t is not None:
+                t.grad = g.detach().clone() if t.grad is None else t.grad + g.detach()
+        self.grad_fn._register_tensor_hook(self._output_nr, keep)
+        self.retains_grad = True
+
+    retains_grad = False
 
     @property
     def data(self) -> Tensor:
@@ -283,8 +323,11 @@ class Tensor:
         return Tensor._make(self._storage, self._dtype, self._shape, self._stride, self._offset)
 
     def detach_(self) -> Tensor:
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self.grad_fn = None
         self._requires_grad = False
+        self._output_nr = 0
         return self
 
     # -- Python protocol -------------------------------------------------------------------

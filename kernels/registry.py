@@ -48,7 +48,9 @@ class OpDef:
     inplace: bool = False        # Tensor.<name>_ exists
     # cost(inputs, output) -> (bytes moved, flops), for the profiler's throughput figures.
     cost: CostModel = field(default_factory=memory_cost)
-    derivative: Any = None       # filled by the autograd declarations
+    # The op's Derivative (gputensor.autograd.derivatives): formulas per differentiable input.
+    derivative: Any = None
+    function: bool = True        # exported as gt.<name> (False: a method only, like x.view)
     aliases: tuple[str, ...] = ()
     doc: str = ""
     extra: dict = field(default_factory=dict)

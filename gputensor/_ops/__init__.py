@@ -13,11 +13,13 @@ from gputensor.kernels.registry import OPS
 
 from . import (  # noqa: F401  (imported for their declarations)
     composite,
+    conv,
     copying,
     creation,
     elementwise,
     indexing,
     linalg,
+    nn_ops,
     random,
     reduction,
     shape,
@@ -104,7 +106,7 @@ def public_ops() -> dict[str, Any]:
     """Every public op and alias by name, for the gputensor namespace and __all__."""
     out = {}
     for op in OPS.values():
-        if not op.name.startswith("_"):
+        if not op.name.startswith("_") and op.function:
             for n in (op.name, *op.aliases):
                 out[n] = op.frontend
     return out

@@ -13,6 +13,8 @@ from gputensor import _dtype as D
 from gputensor._device import CPU, get_default_device, to_device
 from gputensor._device import device as Device
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
+from gputensor.autograd.derivatives import Derivative
+from gputensor.autograd.derivatives import differentiable as differentiable_frontend
 from gputensor.kernels.registry import BACKENDS, OpDef, declare
 from gputensor.storage.allocator import driver_for
 from gputensor.storage.untyped import UntypedStorage
@@ -21,15 +23,29 @@ Number = int | float | complex | bool
 
 
 def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
-       aliases: tuple[str, ...] = (), cost: Callable | None = None, **extra: Any) -> Callable:
-    """Declare a non-elementwise op whose frontend is the decorated function."""
+       aliases: tuple[str, ...] = (), cost: Callable | None = None,
+       grad: dict[str, str | None] | None = None, differentiable: bool = True,
+       output_differentiable: tuple[bool, ...] | None = None, function: bool = True,
+       **extra: Any) -> Callable:
+    """Declare a non-elementwise op whose frontend is the decorated function.
+
+    ``grad`` holds its derivative: one formula per differentiable argument (see
+    gputensor.autograd.derivatives). Ops that produce no gradient at all (creation, random,
+    integer results) pass ``differentiable=False``; ops without either are checked at call time
+    and backward through them raises. ``function=False`` makes a method-only op (``x.view``).
+    """
     def deco(fn: Callable) -> Callable:
-        opdef = OpDef(name=name or fn.__name__, frontend=fn, method=method, inplace=inplace,
-                      aliases=aliases, doc=fn.__doc__ or "", extra=extra)
+        op_name = name or fn.__name__
+        derivative = Derivative.for_function(op_name, fn, grad, output_differentiable) \
+            if grad is not None else None
+        frontend = differentiable_frontend(fn, derivative, op_name) if differentiable else fn
+        opdef = OpDef(name=op_name, frontend=frontend, method=method, inplace=inplace,
+                      aliases=aliases, doc=fn.__doc__ or "", derivative=derivative,
+                      function=function, extra=dict(extra, differentiable=differentiable))
         if cost is not None:
             opdef.cost = cost
         declare(opdef)
-        return fn
+        return frontend
     return deco
 
 

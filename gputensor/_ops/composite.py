@@ -11,7 +11,7 @@ from gputensor.kernels.registry import OPS
 
 from ._core import kernel, op, result_type
 
-_DIV_MODES = {None: "true_divide", "trunc": "_div_trunc", "floor": "floor_divide"}
+_DIV_MODES = {None: "true_divide", "trunc": "_div_trunc", "floor": "_div_floor"}
 
 
 def _div_op(rounding_mode: str | None) -> Any:

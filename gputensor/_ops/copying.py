@@ -7,11 +7,13 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor
+from gputensor.autograd.inplace import apply_inplace, needs_graph
 from gputensor.storage.copy_table import copy_storage
 
 from ._core import broadcast_shapes, empty, kernel, op
 
 
+@op("_to_copy", method=False, grad={"t": "g.to(t_device)"})
 def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
     """A contiguous copy of ``t`` with dtype ``dt`` on ``dev``, through the copy table."""
     src = t.contiguous()
@@ -26,7 +28,7 @@ def strided_copy(dst: Tensor, src: Tensor) -> None:
     kernel(dst, "_copy")(dst, [src], (), dst._dtype)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "g"})
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy of ``input`` with its own storage."""
     out = empty(input._shape, input._dtype, input.device)
@@ -43,6 +45,8 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         from .creation import scalar_tensor
         src = scalar_tensor(src, self._dtype, self.device)
+    if needs_graph(self, (src,), {}):
+        return apply_inplace(self, lambda: src.to(self.device, self._dtype).expand(self._shape))
     shape = broadcast_shapes(self._shape, src._shape)
     if shape != self._shape:
         raise RuntimeError(f"copy_: the source of shape {list(src._shape)} can't be broadcast "

@@ -57,7 +57,7 @@ def _infer_from_python(data: Any) -> tuple[np.ndarray, D.dtype]:
     return arr, D.from_numpy_dtype(arr.dtype)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
@@ -88,7 +88,7 @@ class _ArrayExtent:
                                     "shape": (nbytes,), "typestr": "|u1", "version": 3}
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with ``ndarray`` (no copy)."""
     if not isinstance(ndarray, np.ndarray):
@@ -131,19 +131,19 @@ def _filled(size: tuple, value: Any, dtype: Any, device: Any, requires_grad: boo
     return _finish(t, requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, layout: Any = None) -> Tensor:
     return _filled(size, 0, dtype, device, requires_grad, out)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          out: Tensor | None = None, layout: Any = None) -> Tensor:
     return _filled(size, 1, dtype, device, requires_grad, out)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, out: Tensor | None = None, layout: Any = None) -> Tensor:
     if dtype is None:
@@ -153,7 +153,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad, out)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, layout: Any = None, pin_memory: bool = False,
           memory_format: Any = None) -> Tensor:
@@ -174,7 +174,7 @@ def _like(name: str, fill: Any) -> None:
         return _filled(input.shape, value, dt, dev, requires_grad)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{name}(input): a new tensor shaped like ``input``."
-    op(name, method=False)(fn)
+    op(name, method=False, differentiable=False)(fn)
 
 
 for _name, _fill in (("zeros_like", 0), ("ones_like", 1), ("empty_like", None),
@@ -182,7 +182,7 @@ for _name, _fill in (("zeros_like", 0), ("ones_like", 1), ("empty_like", None),
     _like(_name, _fill)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64."""
@@ -206,7 +206,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, dev
     return _finish(t if out is None else out.resize_(t.shape).copy_(t), requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     if steps < 0:
@@ -216,7 +216,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     if steps < 0:
@@ -226,7 +226,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     if n < 0 or (m is not None and m < 0):

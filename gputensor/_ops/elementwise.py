@@ -13,8 +13,11 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._device import CPU
 from gputensor._tensor import Tensor
+from gputensor.autograd.derivatives import Derivative, NoDerivative
+from gputensor.autograd.formulas import cj, masked
 from gputensor.autograd.grad_mode import is_grad_enabled
-from gputensor.kernels.registry import BACKENDS, OpDef, declare, memory_cost
+from gputensor.autograd.inplace import apply_inplace, needs_graph
+from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, memory_cost
 
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
@@ -187,14 +190,11 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         else:
             params = default_params
         t0 = args[0]
-        if out is None and type(t0) is Tensor:
-            # Fast path: tensors of one dtype, shape and device.
+        if out is None and isinstance(t0, Tensor):
+            # Fast path: tensors (or Parameters) of one dtype, shape and device, and Python
+            # numbers that don't change the dtype.
             dt, shape, dev = t0._dtype, t0._shape, t0._storage.device
-            for x in args:
-                if type(x) is not Tensor or x._dtype is not dt or x._shape != shape or \
-                        x._storage.device is not dev:
-                    break
-            else:
+            if _same_kind(args, dt, shape, dev):
                 rule = fast_rules.get(dt)
                 if rule is not None:
                     result = empty_cpu(shape, rule[1]) if dev is CPU else empty(shape, rule[1], dev)
@@ -202,15 +202,39 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                     if k is None:
                         k = kernels[dev.type] = BACKENDS[dev.type, "strided"].kernel(op.name)
                     k(result, args, params, rule[0])
-                    if op.derivative is not None and is_grad_enabled():
+                    if is_grad_enabled():
                         op.derivative.record(result, args, params)
                     return result
         result = compute_and_run(args, params, out, None)
-        if op.derivative is not None and is_grad_enabled():
+        if is_grad_enabled():
+            if out is not None and needs_graph(out, args, {}):
+                raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
+                                   f"automatic differentiation, but one of the arguments "
+                                   f"requires grad.")
             op.derivative.record(result, args, params)
         return result
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if needs_graph(self, args, kwargs):
+            # A formula that reads ``a`` needs self's value from before the write: save a copy
+            # (PyTorch's original_self). Formulas of ``out`` (exp_, sigmoid_) need none.
+            src = self.clone() if _reads_self(op, self, args, kwargs) else self
+            return apply_inplace(self, lambda: frontend(src, *args, **kwargs))
+        if not kwargs and len(args) == arity - 1:
+            # Fast path (optimizer updates: p.mul_(0.9), p.add_(g)): the result keeps self's
+            # dtype and shape, so no promotion, broadcasting or cast checks are needed.
+            inputs = (self, *args)
+            dt = self._dtype
+            rule = fast_rules.get(dt)
+            if rule is not None and rule[1] is dt and \
+                    _same_kind(inputs, dt, self._shape, self._storage.device):
+                k = kernels.get(self._storage.device.type)
+                if k is None:
+                    k = kernels[self._storage.device.type] = \
+                        BACKENDS[self._storage.device.type, "strided"].kernel(op.name)
+                k(self, inputs, default_params, rule[0])
+                self._storage._version += 1
+                return self
         inputs, params = prepare((self, *args), kwargs)
         return compute_and_run(inputs, params, None, self)
 
@@ -219,12 +243,53 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     return frontend, inplace_fn
 
 
+def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:
+    """Whether every operand is a tensor of dtype ``dt``, ``shape`` and device ``dev``, or a
+    Python number that keeps ``dt`` (a float with a float tensor, an int with a non-bool one)."""
+    for x in args:
+        tx = type(x)
+        if tx is float:
+            if not dt.is_floating_point:
+                return False
+        elif tx is int:
+            if dt is D.bool:
+                return False
+        elif not isinstance(x, Tensor) or x._dtype is not dt or x._shape != shape or \
+                x._storage.device is not dev:
+            return False
+    return True
+
+
+def _reads_self(op: OpDef, self: Tensor, args: tuple, kwargs: dict) -> bool:
+    """Whether the formula of an input that needs a gradient reads input ``a`` (self)."""
+    readers = op.extra.get("reads_a")
+    if readers is None:
+        d = op.derivative
+        names = getattr(d, "_names", {})
+        readers = op.extra["reads_a"] = frozenset(k for k, v in names.items() if "a" in v)
+    if not readers:
+        return False
+    inputs = dict(zip(("a", "b", "c"), (self, *args), strict=False))
+    if any(isinstance(v, Tensor) and v._requires_grad for v in kwargs.values()):
+        return True
+    return any(isinstance(inputs.get(k), Tensor) and inputs[k]._requires_grad for k in readers)
+
+
 def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote",
                 params: tuple[str, ...] = (), method: bool = True, inplace: bool = True,
-                flops: int = 1, **extra: Any) -> OpDef:
+                flops: int = 1, grad: tuple[str | None, ...] | None = None,
+                **extra: Any) -> OpDef:
+    """Declare an elementwise op: its expression over inputs a, b, c and params, its dtype
+    rule, and ``grad``, one derivative formula per input (None: not differentiable there)."""
     op = OpDef(name=name, frontend=None, expr=expr, arity=arity, params=params,
                dtype_rule=dtype_rule, method=method, inplace=inplace, cost=memory_cost(flops),
                extra=extra)
+    names = ("a", "b", "c")[:arity]
+    if grad is not None:
+        op.derivative = Derivative(name, dict(zip(names, grad, strict=True)), names + params,
+                                   defaults=extra.get("defaults"))
+    else:
+        op.derivative = NoDerivative(name)
     op.frontend, op.extra["inplace_fn"] = make_frontend(op)
     return declare(op)
 
@@ -236,34 +301,69 @@ _NO_BOOL_SUB = ("Subtraction, the `-` operator, with a bool tensor is not suppor
                 "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 # -- arithmetic --------------------------------------------------------------------------------
-elementwise("add", "a + alpha * b", B, params=("alpha",), defaults={"alpha": 1})
+elementwise("add", "a + alpha * b", B, params=("alpha",), defaults={"alpha": 1},
+            grad=("g", "scale(g, cj(alpha))"))
 elementwise("sub", "a - alpha * b", B, params=("alpha",), defaults={"alpha": 1},
-            no_bool=_NO_BOOL_SUB, reject_bool_operands=True)
-elementwise("mul", "a * b", B)
-elementwise("true_divide", "truediv(a, b)", B, "float")
+            no_bool=_NO_BOOL_SUB, reject_bool_operands=True,
+            grad=("g", "scale(g, -cj(alpha))"))
+elementwise("mul", "a * b", B,
+            grad=("g * cj(b)", "g * cj(a)"))
+elementwise("true_divide", "truediv(a, b)", B, "float",
+            grad=("g / cj(b)", "-g * cj(a / b / b)"))
 elementwise("_div_trunc", "tdiv(a, b)", B, method=False, inplace=False, int_div=True,
-            no_bool=True, no_complex=True)
+            no_bool=True, no_complex=True,
+            grad=("g * 0", "g * 0"))
+# PyTorch gives floor_divide (the // operator) no derivative, but div(rounding_mode='floor') a
+# zero one: the latter runs this private twin of the same kernel.
 elementwise("floor_divide", "floordiv(a, b)", B, int_div=True, no_complex=True, no_bool=True)
-elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=True)
-elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True)
-elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True)
-elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True)
-elementwise("maximum", "maximum(a, b)", B, no_complex=True)
-elementwise("minimum", "minimum(a, b)", B, no_complex=True)
+elementwise("_div_floor", "floordiv(a, b)", B, method=False, inplace=False, int_div=True,
+            no_bool=True, no_complex=True,
+            grad=("g * 0", "g * 0"))
+elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
+            grad=("g", "-g * _div_floor(a, b)"))
+elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
+            grad=("g", "-g * div(a, b, rounding_mode='trunc')"))
+elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True,
+            grad=("_ops.elementwise._pow_grad_base(g, a, b)",
+                  "_ops.elementwise._pow_grad_exponent(g, a, b, out)"))
+elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True,
+            grad=("g * b / (a * a + b * b)", "g * -a / (a * a + b * b)"))
+# Ties split the gradient evenly between the operands, like PyTorch.
+elementwise("maximum", "maximum(a, b)", B, no_complex=True,
+            grad=("masked(g, a > b) + masked(g * 0.5, a == b)",
+                  "masked(g, b > a) + masked(g * 0.5, a == b)"))
+elementwise("minimum", "minimum(a, b)", B, no_complex=True,
+            grad=("masked(g, a < b) + masked(g * 0.5, a == b)",
+                  "masked(g, b < a) + masked(g * 0.5, a == b)"))
 # lerp's and square's frontends (composite.py) add PyTorch's dtype checks around these.
 elementwise("_lerp", "a + c * (b - a) if abs(c) < 0.5 else b - (b - a) * (1 - c)", T, "float",
-            method=False, inplace=False, flops=4)
-elementwise("neg", "-a", no_bool=_NO_BOOL_NEG)
-elementwise("abs", "abs(a)", dtype_rule="abs", no_bool=True)
-elementwise("sign", "sign(a)", no_complex=True)
-elementwise("sgn", "sign(a)")
-elementwise("_square", "a * a", method=False, inplace=False)
-elementwise("_conj", "np.conj(a)", method=False, inplace=False)
-elementwise("reciprocal", "truediv(1, a)", dtype_rule="float")
+            method=False, inplace=False, flops=4,
+            grad=("g * cj(1 - c)", "g * cj(c)", "g * cj(b - a)"))
+elementwise("neg", "-a", no_bool=_NO_BOOL_NEG,
+            grad=("-g",))
+elementwise("abs", "abs(a)", dtype_rule="abs", no_bool=True,
+            grad=("g * a.sgn()",))
+elementwise("sign", "sign(a)", no_complex=True,
+            grad=("g * 0",))
+# sgn(z) = z / |z| is constant along rays only: for complex z the gradient is the component of
+# g orthogonal to sgn(z), over |z| (Re(conj(g) * sgn) written as a complex-dtype average).
+elementwise("sgn", "sign(a)",
+            grad=("masked((g - out * (cj(g) * out + g * cj(out)) * 0.5) / a.abs(), a != 0) "
+                  "if a.is_complex() else g * 0",))
+elementwise("_square", "a * a", method=False, inplace=False,
+            grad=("g * cj(a) * 2",))
+elementwise("_conj", "np.conj(a)", method=False, inplace=False,
+            grad=("cj(g)",))
+elementwise("reciprocal", "truediv(1, a)", dtype_rule="float",
+            grad=("-g * cj(out * out)",))
 elementwise("_clamp", "minimum(maximum(a, b), c)", T, method=False, inplace=False,
-            no_complex=True, no_bool=True)
-elementwise("_where", "b if a else c", T, method=False, inplace=False)
-elementwise("_copy", "a", method=False, inplace=False, flops=0)
+            no_complex=True, no_bool=True,
+            grad=("masked(g, (a >= b) & (a <= c))", "masked(g, (a < b) & (b <= c))",
+                  "masked(g, (a > c) | (b > c))"))
+elementwise("_where", "b if a else c", T, method=False, inplace=False,
+            grad=(None, "masked(g, a)", "masked(g, ~a)"))
+elementwise("_copy", "a", method=False, inplace=False, flops=0,
+            grad=("g",))
 
 
 def _nan_to_num_defaults(params: tuple, compute: D.dtype) -> tuple:
@@ -276,37 +376,59 @@ def _nan_to_num_defaults(params: tuple, compute: D.dtype) -> tuple:
 
 
 elementwise("nan_to_num", "nan_to_num(a, nan, posinf, neginf)", params=("nan", "posinf",
-            "neginf"), defaults={"nan": 0.0}, resolve_params=_nan_to_num_defaults)
+            "neginf"), defaults={"nan": 0.0}, resolve_params=_nan_to_num_defaults,
+            grad=("masked(g, a.isfinite())",))
 
 # -- transcendental (integers compute in the default float dtype) -------------------------------
-for _name, _expr, _flops in [
-    ("exp", "exp(a)", 20), ("exp2", "exp2(a)", 20), ("expm1", "expm1(a)", 20),
-    ("log", "log(a)", 20), ("log2", "log2(a)", 20), ("log10", "log10(a)", 20),
-    ("log1p", "log1p(a)", 20), ("sqrt", "sqrt(a)", 4), ("rsqrt", "rsqrt(a)", 5),
-    ("sin", "sin(a)", 20), ("cos", "cos(a)", 20), ("tan", "tan(a)", 20),
-    ("asin", "asin(a)", 20), ("acos", "acos(a)", 20), ("atan", "atan(a)", 20),
-    ("sinh", "sinh(a)", 20), ("cosh", "cosh(a)", 20), ("tanh", "tanh(a)", 20),
-    ("sigmoid", "sigmoid(a)", 22),
+_LN2, _LN10 = 0.6931471805599453, 2.302585092994046
+for _name, _expr, _flops, _grad in [
+    ("exp", "exp(a)", 20, "g * cj(out)"),
+    ("exp2", "exp2(a)", 20, f"g * cj(out) * {_LN2}"),
+    ("expm1", "expm1(a)", 20, "g * cj(out + 1)"),
+    ("log", "log(a)", 20, "g / cj(a)"),
+    ("log2", "log2(a)", 20, f"g / cj(a * {_LN2})"),
+    ("log10", "log10(a)", 20, f"g / cj(a * {_LN10})"),
+    ("log1p", "log1p(a)", 20, "g / cj(a + 1)"),
+    ("sqrt", "sqrt(a)", 4, "g / cj(out * 2)"),
+    ("rsqrt", "rsqrt(a)", 5, "g * cj(out * out * out) * -0.5"),
+    ("sin", "sin(a)", 20, "g * cj(a.cos())"),
+    ("cos", "cos(a)", 20, "g * -cj(a.sin())"),
+    ("tan", "tan(a)", 20, "g * cj(out * out + 1)"),
+    ("asin", "asin(a)", 20, "g / cj((1 - a * a).sqrt())"),
+    ("acos", "acos(a)", 20, "-g / cj((1 - a * a).sqrt())"),
+    ("atan", "atan(a)", 20, "g / cj(a * a + 1)"),
+    ("sinh", "sinh(a)", 20, "g * cj(a.cosh())"),
+    ("cosh", "cosh(a)", 20, "g * cj(a.sinh())"),
+    # The fused backward ops take conj(out) so complex inputs get grad * conj(derivative).
+    ("tanh", "tanh(a)", 20, "_tanh_backward(g, cj(out))"),
+    ("sigmoid", "sigmoid(a)", 22, "_sigmoid_backward(g, cj(out))"),
 ]:
-    elementwise(_name, _expr, U, "float", flops=_flops)
-elementwise("erf", "erf(a)", U, "float", flops=20, no_complex=True)
+    elementwise(_name, _expr, U, "float", flops=_flops, grad=(_grad,))
+elementwise("erf", "erf(a)", U, "float", flops=20, no_complex=True,
+            grad=("g * (-a * a).exp() * 1.1283791670955126",))
 
 # -- activations -----------------------------------------------------------------------------
-elementwise("relu", "relu(a)", no_complex=True, no_bool="relu: not supported for bool tensors")
+elementwise("relu", "relu(a)", no_complex=True, no_bool="relu: not supported for bool tensors",
+            grad=("_relu_backward(g, out)",))
 elementwise("gelu", "gelu_tanh(a) if approximate else gelu_erf(a)", U, "float",
             params=("approximate",), defaults={"approximate": 0}, flops=25, no_complex=True,
-            param_map={"approximate": {"none": 0, "tanh": 1}}, float_only=True)
-elementwise("silu", "a * sigmoid(a)", U, "float", flops=23, float_only=True)
+            param_map={"approximate": {"none": 0, "tanh": 1}}, float_only=True,
+            grad=("_gelu_backward(g, a, approximate)",))
+elementwise("silu", "a * sigmoid(a)", U, "float", flops=23, float_only=True,
+            grad=("_silu_backward(g, cj(a))",))
 elementwise("softplus", "softplus(a, beta, threshold)", U, "float", params=("beta", "threshold"),
             defaults={"beta": 1.0, "threshold": 20.0}, flops=25, no_complex=True,
-            float_only=True)
+            float_only=True,
+            grad=("_softplus_backward(g, a, beta, threshold)",))
 elementwise("leaky_relu", "a if a > 0 else a * negative_slope", U, "float",
             params=("negative_slope",), defaults={"negative_slope": 0.01}, no_complex=True,
-            float_only=True)
+            float_only=True,
+            grad=("_leaky_relu_backward(g, a, negative_slope)",))
 elementwise("elu", "a * scale if a > 0 else (exp(a * input_scale) - 1) * alpha * scale", U,
             "float", params=("alpha", "scale", "input_scale"),
             defaults={"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, flops=22, no_complex=True,
-            float_only=True)
+            float_only=True,
+            grad=("_elu_backward(g, a, alpha, scale, input_scale)",))
 
 
 def _hardtanh_limits(params: tuple, compute: D.dtype) -> tuple:
@@ -318,15 +440,19 @@ def _hardtanh_limits(params: tuple, compute: D.dtype) -> tuple:
 elementwise("hardtanh", "min_val if a < min_val else (max_val if a > max_val else a)", U,
             params=("min_val", "max_val"), defaults={"min_val": -1.0, "max_val": 1.0},
             no_complex=True, no_bool="hardtanh: not supported for bool tensors",
-            resolve_params=_hardtanh_limits)
+            resolve_params=_hardtanh_limits,
+            grad=("_hardtanh_backward(g, a, min_val, max_val)",))
 
 # -- rounding (identities on integers, as in PyTorch) ------------------------------------------
 for _name in ("floor", "ceil", "trunc"):
-    elementwise(_name, f"{_name}(a)", no_complex=True, no_bool=True, int_identity=True)
+    elementwise(_name, f"{_name}(a)", no_complex=True, no_bool=True, int_identity=True,
+                grad=("g * 0",))
 # Not int_identity (that path runs the param-less _copy kernel): round_decimals keeps ints.
 elementwise("round", "round_decimals(a, decimals)", params=("decimals",),
-            defaults={"decimals": 0}, no_complex=True, no_bool=True)
-elementwise("frac", "a - trunc(a)", no_complex=True, float_only=True)
+            defaults={"decimals": 0}, no_complex=True, no_bool=True,
+            grad=("g * 0",))
+elementwise("frac", "a - trunc(a)", no_complex=True, float_only=True,
+            grad=("g",))
 
 # -- predicates and comparisons ----------------------------------------------------------------
 elementwise("isnan", "isnan(a)", dtype_rule="predicate", inplace=False)
@@ -353,3 +479,82 @@ elementwise("bitwise_not", "bitnot(a)", U, "int_only")
 elementwise("bitwise_left_shift", "lshift(a, b)", B, "int_only", no_bool=True)
 elementwise("bitwise_right_shift", "rshift(a, b)", B, "int_only", no_bool=True)
 
+
+# -- fused backward ops of the activations (one kernel each; their own derivatives allow
+# double backward where it is cheap to state) ---------------------------------------------
+elementwise("_relu_backward", "a if b > 0 else 0 * a", B, method=False, inplace=False,
+            grad=("_relu_backward(g, b)", "g * 0"))
+elementwise("_sigmoid_backward", "a * b * (1 - b)", B, method=False, inplace=False, flops=3,
+            grad=("_sigmoid_backward(g, cj(b))", "g * cj(a * (1 - b * 2))"))
+elementwise("_tanh_backward", "a * (1 - b * b)", B, method=False, inplace=False, flops=3,
+            grad=("_tanh_backward(g, cj(b))", "g * cj(a * b) * -2"))
+elementwise("_leaky_relu_backward", "a if b > 0 else a * negative_slope", B, method=False,
+            inplace=False, params=("negative_slope",),
+            grad=("_leaky_relu_backward(g, b, negative_slope)", "g * 0"))
+elementwise("_hardtanh_backward", "a if (b > min_val and b < max_val) else 0 * a", B,
+            method=False, inplace=False, params=("min_val", "max_val"),
+            grad=("_hardtanh_backward(g, b, min_val, max_val)", "g * 0"))
+elementwise("_gelu_backward", "a * (gelu_tanh_grad(b) if approximate else gelu_erf_grad(b))", B,
+            method=False, inplace=False, params=("approximate",), flops=30,
+            grad=("_gelu_backward(g, b, approximate)",
+                  "g * a * _ops.elementwise._gelu_grad2(b, approximate)"))
+elementwise("_silu_backward", "a * sigmoid(b) * (1 + b * (1 - sigmoid(b)))", B, method=False,
+            inplace=False, flops=30,
+            grad=("_silu_backward(g, cj(b))", "g * cj(a * _ops.elementwise._silu_grad2(b))"))
+elementwise("_softplus_backward", "a * softplus_grad(b, beta, threshold)", B, method=False,
+            inplace=False, params=("beta", "threshold"), flops=25,
+            grad=("_softplus_backward(g, b, beta, threshold)",
+                  "masked(g * a * _ops.elementwise._sigmoid_grad(b * beta) * beta, "
+                  "b * beta <= threshold)"))
+elementwise("_elu_backward", "a * scale if b > 0 else a * input_scale * alpha * scale * "
+            "exp(b * input_scale)", B, method=False, inplace=False,
+            params=("alpha", "scale", "input_scale"), flops=22,
+            grad=("_elu_backward(g, b, alpha, scale, input_scale)",
+                  "masked(g * a * (b * input_scale).exp() * (input_scale * input_scale * alpha "
+                  "* scale), b <= 0)"))
+
+
+# -- pow's derivatives (complex-aware: grad * conj(derivative)) ---------------------------------
+def _pow_grad_base(g: Tensor, a: Any, b: Any) -> Tensor:
+    """d a^b / d a = b a^(b-1); zero where b == 0 (even at a == 0, like PyTorch)."""
+    if not isinstance(b, Tensor):
+        if b == 0:
+            return g * 0
+        return g if b == 1 else g * cj(a ** (b - 1) * b)
+    return masked(g * cj(b * a ** (b - 1)), b != 0)
+
+
+def _pow_grad_exponent(g: Tensor, a: Any, b: Tensor, out: Tensor) -> Tensor:
+    """d a^b / d b = a^b log(a); zero where a == 0 and b >= 0 (b real and non-negative, for a
+    complex b: |b + 1| >= |b - 1| is Re(b) >= 0, |b - conj(b)| == 0 is Im(b) == 0)."""
+    if not isinstance(a, Tensor):
+        a = OPS["full"].frontend((), a, dtype=out.dtype, device=out.device)
+    if b.is_complex():
+        nonneg = ((b + 1).abs() >= (b - 1).abs()) & ((b - cj(b)).abs() == 0)
+    else:
+        nonneg = b >= 0
+    return masked(g * cj(out * a.log()), ~((a == 0) & nonneg))
+
+
+# -- second derivatives of the activations, for double backward through the fused ops above
+# (written with differentiable ops, so higher orders work too) ------------------------------
+def _sigmoid_grad(x: Tensor) -> Tensor:
+    s = x.sigmoid()
+    return s * (1 - s)
+
+
+def _silu_grad2(x: Tensor) -> Tensor:
+    # silu = x s(x): silu'' = s (1 - s) (2 + x (1 - 2 s)).
+    s = x.sigmoid()
+    return s * (1 - s) * (x * (1 - s * 2) + 2)
+
+
+def _gelu_grad2(x: Tensor, approximate: int) -> Tensor:
+    if not approximate:
+        # x Phi(x): 2 phi(x) + x phi'(x) = phi(x) (2 - x^2).
+        return (x * x * -0.5).exp() * 0.3989422804014327 * (2 - x * x)
+    # 0.5 x (1 + tanh(u)), u = k (x + c x^3): (1 - t^2) (u' - x t u'^2 + x u'' / 2).
+    k, c = 0.7978845608028654, 0.044715
+    t = ((x + x * x * x * c) * k).tanh()
+    du = (x * x * (3 * c) + 1) * k
+    return (1 - t * t) * (du - x * t * du * du + x * x * (3 * k * c))

@@ -8,6 +8,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, kernel, op
 from .shape import _minmax
@@ -25,6 +26,10 @@ def _as_index_tensor(idx: Any, device: Any) -> Tensor:
 
 
 def _normalize(index: Any) -> tuple:
+    if isinstance(index, list) and index and all(isinstance(t, Tensor) for t in index):
+        # A list of tensors indexes like a tuple of them (PyTorch's sequence rule). Autograd
+        # also hands saved tuple indices back as lists, so backward sees the same index.
+        return tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     return index
@@ -140,6 +145,7 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
     return adv
 
 
+@op("__getitem__", function=False, grad={"self": "_index_backward(g, self_shape, index)"})
 def getitem(self: Tensor, index: Any) -> Tensor:
     if isinstance(index, int) and not isinstance(index, bool) and self.dim():
         from .views import select
@@ -151,6 +157,9 @@ def getitem(self: Tensor, index: Any) -> Tensor:
 
 
 def setitem(self: Tensor, index: Any, value: Any) -> None:
+    if needs_graph(self, (value,), {}):
+        apply_inplace(self, lambda: _setitem_functional(self, index, value))
+        return
     base, adv = _resolve(self, index)
     if all(a is None for a in adv):
         base.copy_(value)
@@ -169,9 +178,7 @@ def _index_put(base: Tensor, adv: list[Any], value: Any, accumulate: bool) -> No
     base._storage._version += 1
 
 
-@op(inplace=False)
-def index_put_(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
-    """input[indices] = values (or += with accumulate=True, duplicates summed)."""
+def _index_put_into(input: Tensor, indices: tuple, values: Any, accumulate: bool) -> Tensor:
     if not isinstance(indices, tuple | list):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got "
                         f"{type(indices).__name__}")
@@ -180,9 +187,65 @@ def index_put_(input: Tensor, indices: tuple, values: Any, accumulate: bool = Fa
     return input
 
 
-@op(inplace=False)
+# The in-place form records its own history (through apply_inplace), so its frontend is not
+# wrapped for autograd.
+@op(inplace=False, differentiable=False)
+def index_put_(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
+    """input[indices] = values (or += with accumulate=True, duplicates summed)."""
+    if needs_graph(input, (values,), {}):
+        return apply_inplace(input, lambda: index_put(input, indices, values, accumulate))
+    return _index_put_into(input, indices, values, accumulate)
+
+
+# Without accumulate the indexed positions of input are overwritten, so they get no gradient.
+@op(inplace=False,
+    grad={"input": "g if accumulate else index_put(g, indices, zeros((), dtype=g.dtype, "
+                   "device=g.device))",
+          "values": "g[tuple(indices)]"})
 def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
-    return index_put_(input.clone(), indices, values, accumulate)
+    return _index_put_into(input.clone(), indices, values, accumulate)
+
+
+@op(method=False, grad={"input": "_setitem_functional(g, index, 0.0)", "value": "g[index]"})
+def _setitem_functional(input: Tensor, index: Any, value: Any) -> Tensor:
+    """A copy of ``input`` with ``input[index] = value`` applied (setitem's autograd form)."""
+    out = input.clone()
+    setitem(out, index, value.detach() if isinstance(value, Tensor) else value)
+    return out
+
+
+@op(method=False, grad={"grad": "g[index]"})
+def _index_backward(grad: Tensor, shape: Any, index: Any) -> Tensor:
+    """Zeros of ``shape`` with ``grad`` added at ``index`` (duplicates summed): getitem's
+    gradient."""
+    from .creation import zeros
+    out = zeros(tuple(shape), dtype=grad.dtype, device=grad.device)
+    base, adv = _resolve(out, index)
+    tensors = [d for d, a in enumerate(adv) if a is not None]
+    if not tensors:
+        base.copy_(grad)
+    elif len(tensors) == 1:
+        _add_along(base, tensors[0], adv[tensors[0]], grad)
+    else:
+        _index_put(base, _check_bounds(base, adv), grad, accumulate=True)
+    return out
+
+
+def _add_along(base: Tensor, d: int, index: Tensor, grad: Tensor) -> None:
+    """``base[..., index, ...] += grad`` with one index tensor at dim ``d`` (the common
+    ``x[idx]`` gradient), through index_add's kernel, which beats a general accumulate."""
+    size = base._shape[d]
+    if index.numel() == 0 or base.numel() == 0:
+        return
+    lo, hi = _minmax(index)
+    if lo < -size or hi >= size:
+        raise IndexError(f"index {hi if hi >= size else lo} is out of bounds for dimension {d} "
+                         f"with size {size}")
+    flat = index.reshape(-1)
+    if lo < 0:
+        flat = flat + (flat < 0).to(flat.dtype) * size
+    g = grad.reshape(base._shape[:d] + (flat.numel(),) + base._shape[d + 1:])
+    kernel(base, "index_add")(base, d, flat, g, 1)
 
 
 Tensor.__getitem__ = getitem

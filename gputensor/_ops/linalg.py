@@ -29,6 +29,8 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor, normalize_dim
+from gputensor.autograd.formulas import cj, into_zeros, sum_to
+from gputensor.autograd.inplace import apply_inplace, needs_graph
 from gputensor.kernels.registry import OPS, memory_cost
 
 from ._core import check_out, empty, kernel, op
@@ -209,7 +211,9 @@ def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
     return _gemm(res, shape, a, b, bump=out is not None)
 
 
-@op(cost=gemm_cost())
+# Derivatives: grad * conj(the other factor), transposed; the training path (mm, addmm, matmul
+# of 2-d operands) costs one product per input and no copies (BLAS reads the transposed views).
+@op(cost=gemm_cost(), grad={"input": "g.mm(cj(mat2).t())", "mat2": "cj(input).t().mm(g)"})
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of an (n x k) and a (k x m) matrix."""
     _tensor_arg(input, "input", "mm", 1)
@@ -238,7 +242,9 @@ def _check_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, op_name: str) -> Non
         raise _mm_shapes_error(mat1._shape, mat2._shape)
 
 
-@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
+    grad={"input": "scale(g, cj(beta))", "mat1": "scale(g.mm(cj(mat2).t()), cj(alpha))",
+          "mat2": "scale(cj(mat1).t().mm(g), cj(alpha))"})
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape."""
@@ -251,6 +257,9 @@ def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     _check_addmm(self, mat1, mat2, "addmm_")
     shape = (mat1._shape[0], mat2._shape[1])
+    if needs_graph(self, (mat1, mat2), {}):
+        _check_inplace_shape(self, shape)
+        return apply_inplace(self, lambda: addmm(self, mat1, mat2, beta=beta, alpha=alpha))
     return _add_product("addmm_", self, mat1, mat2, shape, beta, alpha, inplace=True)
 
 
@@ -289,7 +298,8 @@ def _check_bmm(batch1: Tensor, batch2: Tensor, op_name: str, impl: str) -> None:
         raise _bmm_shapes_error(b, k, batch2._shape[:2])
 
 
-@op(cost=gemm_cost())
+@op(cost=gemm_cost(), grad={"input": "g.bmm(cj(mat2).transpose(1, 2))",
+                           "mat2": "cj(input).transpose(1, 2).bmm(g)"})
 def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product: (b x n x k) @ (b x k x m) -> (b x n x m)."""
     _tensor_arg(input, "input", "bmm", 1)
@@ -310,7 +320,10 @@ def _check_baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) 
                            f"batch1: {_CTYPE[batch1._dtype]}, batch2: {_CTYPE[batch2._dtype]}")
 
 
-@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
+    grad={"input": "scale(g, cj(beta))",
+          "batch1": "scale(g.bmm(cj(batch2).transpose(1, 2)), cj(alpha))",
+          "batch2": "scale(cj(batch1).transpose(1, 2).bmm(g), cj(alpha))"})
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
             out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
@@ -323,6 +336,9 @@ def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
              alpha: Any = 1) -> Tensor:
     _check_baddbmm(self, batch1, batch2, "baddbmm_")
     shape = batch1._shape[:2] + batch2._shape[2:]
+    if needs_graph(self, (batch1, batch2), {}):
+        _check_inplace_shape(self, shape)
+        return apply_inplace(self, lambda: baddbmm(self, batch1, batch2, beta=beta, alpha=alpha))
     return _add_product("baddbmm_", self, batch1, batch2, shape, beta, alpha, inplace=True)
 
 
@@ -354,8 +370,14 @@ def _addbmm_operands(batch1: Tensor, batch2: Tensor) -> tuple[Tensor, Tensor]:
     return reshape(permute(batch1, 1, 0, 2), (n, b * k)), reshape(batch2, (b * k, m))
 
 
+_ADDBMM_G = "g.unsqueeze(0).expand(batch1_shape[0], g.shape[0], g.shape[1])"
+
+
 @op(inplace=True, cost=gemm_cost(left=1, accumulate=True,
-                                     contracted=lambda b: b._shape[0] * b._shape[2]))
+                                     contracted=lambda b: b._shape[0] * b._shape[2]),
+    grad={"input": "scale(g, cj(beta))",
+          "batch1": f"scale({_ADDBMM_G}.bmm(cj(batch2).transpose(1, 2)), cj(alpha))",
+          "batch2": f"scale(cj(batch1).transpose(1, 2).bmm({_ADDBMM_G}), cj(alpha))"})
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
            out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]; input broadcasts to (n, m)."""
@@ -371,6 +393,9 @@ def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
     _check_addbmm(self, batch1, batch2, "addbmm_")
     shape = (batch1._shape[1], batch2._shape[2])
     _device(self, batch1, batch2, op_name="addbmm_")
+    if needs_graph(self, (batch1, batch2), {}):
+        _check_inplace_shape(self, shape)
+        return apply_inplace(self, lambda: addbmm(self, batch1, batch2, beta=beta, alpha=alpha))
     a, b = _addbmm_operands(batch1, batch2)
     return _add_product("addbmm_", self, a, b, shape, beta, alpha, inplace=True)
 
@@ -401,7 +426,7 @@ def _mv(mat: Tensor, vec: Tensor, out: Tensor | None, op_name: str,
     return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost())
+@op(cost=gemm_cost(), grad={"input": "outer(g, cj(vec))", "vec": "cj(input).t().mv(g)"})
 def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product: (n x k) @ (k,) -> (n,)."""
     _tensor_arg(input, "input", "mv", 1)
@@ -420,7 +445,9 @@ def _addmv_prepare(input: Tensor, mat: Tensor, vec: Tensor, beta: Any, alpha: An
     return c, _scalar(beta, dt, "beta", op_name), _scalar(alpha, dt, "alpha", op_name)
 
 
-@op(inplace=True, cost=gemm_cost(left=1, accumulate=True))
+@op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
+    grad={"input": "scale(g, cj(beta))", "mat": "scale(outer(g, cj(vec)), cj(alpha))",
+          "vec": "scale(cj(mat).t().mv(g), cj(alpha))"})
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
@@ -434,6 +461,8 @@ def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     c, beta, alpha = _addmv_prepare(self, mat, vec, beta, alpha, "addmv_")
     n = mat._shape[0]
     _check_inplace_shape(self, (n,))
+    if needs_graph(self, (mat, vec), {}):
+        return apply_inplace(self, lambda: addmv(self, mat, vec, beta=beta, alpha=alpha))
     return _gemm(self, (n, 1), mat, unsqueeze(vec, 1), c, beta, alpha, bump=True)
 
 
@@ -461,7 +490,7 @@ def _dot(a: Tensor, b: Tensor, out: Tensor | None, op_name: str) -> Tensor:
     return _gemm(res, (1, 1), unsqueeze(a, 0), unsqueeze(b, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost())
+@op(cost=gemm_cost(), grad={"input": "g * cj(tensor)", "tensor": "g * cj(input)"})
 def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of one dtype (no conjugation)."""
     _tensor_arg(input, "input", "dot", 1)
@@ -469,7 +498,7 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _dot(input, tensor, out, "dot")
 
 
-@op(cost=gemm_cost())
+@op(cost=gemm_cost(), grad={"input": "cj(g) * other", "other": "g * input"})
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product conjugating the first argument: sum(conj(input) * other)."""
     _tensor_arg(input, "input", "vdot", 1)
@@ -520,7 +549,8 @@ def _matmul_batched(a: Tensor, b: Tensor, out: Tensor | None) -> Tensor:
                  bump=out is not None)
 
 
-@op(cost=gemm_cost())
+@op(cost=gemm_cost(), grad={"input": "_ops.linalg._matmul_grad_input(g, input, other)",
+                           "other": "_ops.linalg._matmul_grad_other(g, input, other)"})
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
     batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
@@ -547,6 +577,44 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
             return _mv(folded, other, out, "matmul", lead)
         return _mm(folded, other, out, "matmul", lead + (other._shape[1],))
     return _matmul_batched(input, other, out)
+
+
+def _matmul_grad_input(g: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """matmul's gradient for its first operand, case by case like the forward (the node sums
+    broadcast batch dims back to a's shape)."""
+    da, db = a.dim(), b.dim()
+    bc = cj(b)
+    if db == 1:
+        if da == 1:
+            return g * bc
+        if da == 2:
+            return outer(g, bc)
+        return g.unsqueeze(-1) * bc  # (..., n, 1) * (k,)
+    if da == 1:
+        return bc.mv(g) if db == 2 else g.unsqueeze(-2).matmul(bc.transpose(-1, -2))
+    if db == 2:
+        return g.mm(bc.t()) if da == 2 else g.matmul(bc.t())  # one folded product for da > 2
+    return g.matmul(bc.transpose(-1, -2))
+
+
+def _matmul_grad_other(g: Tensor, a: Tensor, b: Tensor) -> Tensor:
+    """matmul's gradient for its second operand."""
+    da, db = a.dim(), b.dim()
+    ac = cj(a)
+    if da == 1:
+        if db == 1:
+            return g * ac
+        if db == 2:
+            return outer(ac, g)
+        return ac.unsqueeze(-1) * g.unsqueeze(-2)  # (k, 1) * (..., 1, m)
+    if db <= 2:
+        # (..., n, k) operands fold into one (N, k) matrix: one product, summed over N.
+        k = a._shape[-1]
+        folded = ac.reshape(-1, k).t()
+        if db == 1:
+            return folded.mv(g.reshape(-1))
+        return folded.mm(g.reshape(-1, g._shape[-1]))
+    return ac.transpose(-1, -2).matmul(g)
 
 
 # -- outer products ------------------------------------------------------------------------------
@@ -637,7 +705,9 @@ def _expand_contracted(t: Tensor, dims: list[int], sizes: list[int]) -> Tensor:
     return t if tuple(shape) == t._shape else expand(t, shape)
 
 
-@op(method=False, cost=contraction_cost)
+@op(method=False, cost=contraction_cost,
+    grad={"a": "_ops.linalg._tensordot_grad(g, a, b, dims, True)",
+          "b": "_ops.linalg._tensordot_grad(g, a, b, dims, False)"})
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """Contract dims of a with dims of b: ``dims`` is an int (a's last n with b's first n) or a
     pair of lists. A size-1 contracted dim broadcasts against the other side, as in PyTorch."""
@@ -666,6 +736,32 @@ def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) ->
     shape = tuple(a._shape[i] for i in free_a) + tuple(b._shape[i] for i in free_b)
     res = _result(out, shape, a._dtype, dev, "tensordot")
     return _gemm(res, (pa, pb), mat_a, mat_b, bump=out is not None)
+
+
+def _tensordot_grad(g: Tensor, a: Tensor, b: Tensor, dims: Any, wrt_a: bool) -> Tensor:
+    """g (free dims of a, then of b) contracted with the other operand over its free dims,
+    permuted back into the operand's dim order."""
+    raw_a, raw_b = _tensordot_dims(dims, a.dim(), b.dim())
+    da, db = _normalize_dims(raw_a, a.dim()), _normalize_dims(raw_b, b.dim())
+    free_a = [i for i in range(a.dim()) if i not in da]
+    free_b = [i for i in range(b.dim()) if i not in db]
+    na, nb = len(free_a), len(free_b)
+    if wrt_a:
+        x, free, lead = a, free_a, 0
+        # r: the free dims of a, then b's contracted dims in ascending order
+        r = tensordot(g, cj(b), dims=(list(range(na, na + nb)), free_b))
+        place = {d: na + sorted(db).index(db[da.index(d)]) for d in da}
+    else:
+        x, free, lead = b, free_b, len(da)
+        # r: a's contracted dims in ascending order, then the free dims of b
+        r = tensordot(cj(a), g, dims=(free_a, list(range(na))))
+        place = {d: sorted(da).index(da[db.index(d)]) for d in db}
+    perm = [lead + free.index(d) if d in free else place[d] for d in range(x.dim())]
+    r = r.permute(perm) if perm != list(range(len(perm))) else r
+    if r._shape != x._shape:  # a size-1 contracted dim of the other operand broadcast
+        r = r.expand(tuple(xs if rs == 1 else rs for rs, xs in zip(r._shape, x._shape,
+                                                                        strict=True)))
+    return r
 
 
 @op(cost=gemm_cost())
@@ -870,12 +966,11 @@ def _einsum_dtypes(operands: list[Tensor], summed: bool) -> D.dtype:
     return dt
 
 
-@op(method=False, cost=contraction_cost)
-def einsum(*args: Any) -> Tensor:
-    """Einstein summation: ``einsum('ij,jk->ik', a, b)``, operands as a list, or the sublist
-    form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. Labels are [a-zA-Z]; '...' covers broadcast
-    dims; size-1 dims broadcast; without '->' the output is the labels seen once, sorted."""
-    equation, operands = _einsum_args(args)
+def _einsum_plan(equation: str, operands: list[Tensor]
+                 ) -> tuple[list[Tensor], list[str], str, dict[str, int], D.dtype, list]:
+    """The letters-only form of an einsum: each operand with its ellipsis padded and every
+    label at its broadcast size (views), their terms, the output term, each letter's size, the
+    compute dtype, and each operand's shape after padding (before broadcasting)."""
     terms, output = _parse_terms(equation)
     if len(terms) > len(operands):
         raise RuntimeError("einsum(): fewer operands were provided than specified in the "
@@ -894,17 +989,74 @@ def einsum(*args: Any) -> Tensor:
                            f"covered by ellipses) are more than the {len(_LETTERS)} supported")
     summed = [lab for lab in sizes if lab not in out_labels]
     compute = _einsum_dtypes(operands, bool(summed))
-    dev = _device(*operands, op_name="einsum")
     letter = dict(zip(sizes, _LETTERS, strict=False))
-    prepared, in_terms = [], []
+    prepared, in_terms, padded = [], [], []
     for x, (labels, ell_at) in zip(operands, parsed, strict=True):
+        n_pad = n_ell - sum(isinstance(lab, tuple) for lab in labels) if ell_at is not None \
+            else 0
+        padded.append(x._shape[:ell_at] + (1,) * n_pad + x._shape[ell_at:] if n_pad
+                      else x._shape)
         x, labels = _einsum_operand(x, labels, ell_at, n_ell, sizes)
         prepared.append(x)
         in_terms.append("".join(letter[lab] for lab in labels))
-    canonical = ",".join(in_terms) + "->" + "".join(letter[lab] for lab in out_labels)
-    res = empty(tuple(sizes[lab] for lab in out_labels), compute, dev)
-    kernel(res, "einsum")(res, prepared, canonical, compute)
+    letter_sizes = {letter[lab]: n for lab, n in sizes.items()}
+    return (prepared, in_terms, "".join(letter[lab] for lab in out_labels), letter_sizes,
+            compute, padded)
+
+
+@op(method=False, cost=contraction_cost)
+def einsum(*args: Any) -> Tensor:
+    """Einstein summation: ``einsum('ij,jk->ik', a, b)``, operands as a list, or the sublist
+    form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``. Labels are [a-zA-Z]; '...' covers broadcast
+    dims; size-1 dims broadcast; without '->' the output is the labels seen once, sorted."""
+    equation, operands = _einsum_args(args)
+    return _einsum(equation, operands)
+
+
+@op(method=False, cost=contraction_cost,
+    grad={"operands": "_ops.linalg._einsum_grad(g, equation, operands)"})
+def _einsum(equation: str, operands: list[Tensor]) -> Tensor:
+    """einsum over a parsed argument list (the op that records, with operands as one list)."""
+    prepared, in_terms, out_term, sizes, compute, _ = _einsum_plan(equation, operands)
+    dev = _device(*operands, op_name="einsum")
+    res = empty(tuple(sizes[c] for c in out_term), compute, dev)
+    kernel(res, "einsum")(res, prepared, ",".join(in_terms) + "->" + out_term, compute)
     return res
+
+
+def _einsum_grad(g: Tensor, equation: str, operands: list[Tensor]) -> list[Tensor | None]:
+    """Each operand's gradient is an einsum too: g with the other operands (conjugated), out to
+    the operand's own labels. Labels only that operand has are broadcast back, repeated labels
+    (diagonals) are written into zeros, and the operand's preparation (ellipsis padding,
+    broadcast size-1 dims) is summed away."""
+    prepared, in_terms, out_term, sizes, _, padded = _einsum_plan(equation, operands)
+    grads: list[Tensor | None] = []
+    for k, x in enumerate(operands):
+        if not x.requires_grad:
+            grads.append(None)
+            continue
+        term = in_terms[k]
+        labels = list(dict.fromkeys(term))  # unique, in order of first appearance
+        terms = [out_term] + [t for j, t in enumerate(in_terms) if j != k]
+        seen = set("".join(terms))
+        kept = [c for c in labels if c in seen]
+        others = [cj(p) for j, p in enumerate(prepared) if j != k]
+        r = _einsum(",".join(terms) + "->" + "".join(kept), [g, *others])
+        if len(kept) < len(labels):  # labels summed within this operand alone: broadcast
+            for pos, c in enumerate(labels):
+                if c not in seen:
+                    r = r.unsqueeze(pos)
+            r = r.expand(tuple(sizes[c] for c in labels))
+        full = prepared[k]._shape
+        if len(labels) < len(term):  # g lands on the diagonal of the repeated labels
+            step = [math.prod(full[i + 1:]) for i in range(len(full))]
+            strides = tuple(sum(st for st, c2 in zip(step, term, strict=True) if c2 == c)
+                            for c in labels)
+            shape = tuple(sizes[c] for c in labels)
+            r = into_zeros(r, full, lambda z, shape=shape, strides=strides:
+                           z.as_strided(shape, strides, 0))
+        grads.append(sum_to(r, padded[k]).reshape(x._shape))
+    return grads
 
 
 Tensor.addmm_ = addmm_

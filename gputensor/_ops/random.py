@@ -220,7 +220,7 @@ def _check_range(low: int, high: int, dt: D.dtype) -> None:
 
 
 # -- factories -------------------------------------------------------------------------------
-@op(method=False)
+@op(method=False, differentiable=False)
 def rand(*args: Any, size: Any = None, generator: Generator | None = None,
          out: Tensor | None = None, dtype: Any = None, layout: Any = None, device: Any = None,
          requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -233,7 +233,7 @@ def rand(*args: Any, size: Any = None, generator: Generator | None = None,
                     0.0, 1.0)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def randn(*args: Any, size: Any = None, generator: Generator | None = None,
           out: Tensor | None = None, dtype: Any = None, layout: Any = None, device: Any = None,
           requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -267,7 +267,7 @@ def _randint_args(args: tuple, low: Any, high: Any, size: Any) -> tuple[int, int
     return _as_int(low, "low", "randint"), _as_int(high, "high", "randint"), size
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def randint(*args: Any, low: Any = None, high: Any = None, size: Any = None,
             generator: Generator | None = None, out: Tensor | None = None, dtype: Any = None,
             layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -281,7 +281,7 @@ def randint(*args: Any, low: Any = None, high: Any = None, size: Any = None,
                     lo, hi)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def randperm(n: Any, *, generator: Generator | None = None, out: Tensor | None = None,
              dtype: Any = None, layout: Any = None, device: Any = None,
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
@@ -381,7 +381,7 @@ def bernoulli_(self: Tensor, p: Any = 0.5, *, generator: Generator | None = None
     return _sample_into(self, "bernoulli", _generator(generator, self.device), p)
 
 
-@op(inplace=True, inplace_fn=bernoulli_)
+@op(inplace=True, inplace_fn=bernoulli_, differentiable=False)
 def bernoulli(input: Tensor, p: Any = None, *, generator: Generator | None = None,
               out: Tensor | None = None) -> Tensor:
     """0/1 samples: with probabilities ``input`` (in [0, 1]), or with the number ``p`` in a
@@ -432,7 +432,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *,
     return _sample_into(out, "multinomial", gen, input, n, bool(replacement))
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
     """Poisson samples with the (non-negative) rates in ``input``; same dtype and shape."""
     _require_float(input.dtype, "poisson", complex_ok=False)
@@ -442,7 +442,7 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
 
 
 # -- *_like ----------------------------------------------------------------------------------
-@op(method=False)
+@op(method=False, differentiable=False)
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
               layout: Any = None, device: Any = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
@@ -450,7 +450,7 @@ def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any =
                 device=device or input.device, requires_grad=requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
                layout: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
@@ -458,7 +458,7 @@ def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any 
                  device=device or input.device, requires_grad=requires_grad)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def randint_like(input: Tensor, low: Any = 0, high: Any = None, *,
                  generator: Generator | None = None, dtype: Any = None, layout: Any = None,
                  device: Any = None, requires_grad: bool = False,

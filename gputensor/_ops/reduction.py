@@ -17,6 +17,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
+from gputensor.autograd.formulas import cj, expand_reduced, masked, unsqueeze_like
 from gputensor.kernels.registry import OPS, memory_cost
 
 from ._core import as_index_list, check_out, empty, kernel, op
@@ -101,14 +102,15 @@ def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
 
 
 # -- sums and products -------------------------------------------------------------------------
-@op(method=True)
+@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim)"})
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
         out: Tensor | None = None) -> Tensor:
     """Sum over ``dim`` (all dims by default); ints and bools sum in int64."""
     return _sum_like("sum", input, dim, keepdim, dtype, out)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "masked(expand_reduced(g, input_shape, dim, keepdim), "
+                                 "~input.isnan())"})
 def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
            out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero."""
@@ -117,14 +119,15 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._prod_grad(g, input, out, dim, keepdim)"})
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Product over ``dim``; ints and bools multiply in int64."""
     return _sum_like("prod", input, dim, keepdim, dtype, out)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) / "
+                                 "reduced_count(input_shape, dim)"})
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Arithmetic mean; needs a floating/complex input or ``dtype``."""
@@ -151,14 +154,14 @@ def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | N
     return _deliver(result, out, name, exact_dtype=True)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"})
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Maximum over ``dim`` (all dims by default); NaN propagates."""
     return _extreme("amax", input, dim, keepdim, out, full=dim in ((), None))
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"})
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Minimum over ``dim`` (all dims by default); NaN propagates."""
@@ -200,14 +203,18 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
     return (MaxResult if largest else MinResult)(values, indices)
 
 
-@op(method=True)
+@op(method=True, output_differentiable=(True, False),
+    grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, True)",
+          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, True)"})
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
     max(input, other) -> the elementwise maximum."""
     return _max_min("max", input, dim, keepdim, out)
 
 
-@op(method=True)
+@op(method=True, output_differentiable=(True, False),
+    grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, False)",
+          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, False)"})
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
     min(input, other) -> the elementwise minimum."""
@@ -236,7 +243,9 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     return _argop("argmin", input, dim, keepdim, out)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._evenly(grads[0], input, outs[0], dim, keepdim) "
+                                 "+ _ops.reduction._evenly(grads[1], input, outs[1], dim, "
+                                 "keepdim)"})
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
             out: Any = None) -> AminmaxResult:
     """(min, max) over ``dim`` (or the whole tensor) in one call."""
@@ -286,7 +295,10 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
     return var_t, mean_t
 
 
-@op(method=True)
+_VAR_GRAD = "_ops.reduction._moments_grad(grads, input, outs, dim, unbiased, keepdim, correction, "
+
+
+@op(method=True, grad={"input": _VAR_GRAD + "False)"})
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; unbiased=False -> 0)."""
@@ -294,7 +306,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(v, out, "var")
 
 
-@op(method=True)
+@op(method=True, grad={"input": _VAR_GRAD + "True)"})
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see var)."""
@@ -302,7 +314,7 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(s, out, "std")
 
 
-@op(method=False)
+@op(method=False, grad={"input": _VAR_GRAD + "False)"})
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -310,7 +322,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
     return _moments("var_mean", input, dim, unbiased, keepdim, correction, True, False)
 
 
-@op(method=False)
+@op(method=False, grad={"input": _VAR_GRAD + "True)"})
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -330,7 +342,7 @@ def _norm_order(p: Any) -> float:
     return float(p)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._norm_grad(g, input, p, dim, keepdim, dtype, out)"})
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
@@ -361,7 +373,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     return _deliver(result, out, "norm")
 
 
-@op(method=True)
+@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) * (input - "
+                                 "unsqueeze_like(out, input_shape, dim, keepdim)).exp()"})
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False, *,
               out: Tensor | None = None) -> Tensor:
     """log(sum(exp(input))) over ``dim``, computed stably (shifted by the max)."""
@@ -410,27 +423,34 @@ def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
 
 
 # -- scans -------------------------------------------------------------------------------------
-def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None) -> Tensor:
+def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None,
+          reverse: bool = False) -> Tensor:
     d = normalize_dim(dim, input.dim())
     dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:
         dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
     result = empty(input._shape, dt, input.device)
-    kernel(x, "_scan")(result, x, d, "+" if name == "cumsum" else "*")
+    kernel(x, "_scan")(result, x, d, "*" if name == "cumprod" else "+", reverse)
     return _deliver(result, out, name)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_reverse_cumsum(g, dim)"})
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running sum along ``dim`` (ints and bools in int64, floats accumulated in float64)."""
     return _scan("cumsum", input, dim, dtype, out)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_ops.reduction._cumprod_grad(g, input, out, dim)"})
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan("cumprod", input, dim, dtype, out)
+
+
+@op(method=False, grad={"input": "cumsum(g, dim)"})
+def _reverse_cumsum(input: Tensor, dim: int) -> Tensor:
+    """Sum of the elements at and after each position along ``dim`` (cumsum's gradient)."""
+    return _scan("_reverse_cumsum", input, dim, None, None, reverse=True)
 
 
 # -- softmax -----------------------------------------------------------------------------------
@@ -450,16 +470,179 @@ def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -
     return result
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_softmax_backward(g, out, "
+                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"})
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so it never overflows."""
     return _softmax("softmax", input, dim, dtype, log=False)
 
 
-@op(method=True)
+@op(method=True, grad={"input": "_log_softmax_backward(g, out, "
+                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"})
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     return _softmax("log_softmax", input, dim, dtype, log=True)
+
+
+def _softmax_dim_of(dim: int | None, ndim: int) -> int:
+    return normalize_dim(_softmax_dim(ndim) if dim is None else dim, ndim)
+
+
+def _softmax_grad_op(name: str, grad: Tensor, output: Tensor, dim: int, log: bool) -> Tensor:
+    if grad._shape != output._shape or grad.dtype is not output.dtype:
+        raise RuntimeError(f"{name}(): grad {grad.dtype} {list(grad.shape)} must match output "
+                           f"{output.dtype} {list(output.shape)}")
+    result = empty(output._shape, output.dtype, output.device)
+    kernel(output, "_softmax_backward")(result, grad, output, normalize_dim(dim, output.dim()),
+                                        log)
+    return result
+
+
+# The fused backward ops of softmax and log_softmax (one pass over the reduced dim each, on the
+# cross-entropy training path). Their own derivatives, in differentiable ops, give double
+# backward: d/dgrad is the op itself (softmax) or grad - sum(grad * exp(output)) (log_softmax).
+@op(method=False, grad={
+    "grad": "_softmax_backward(g, output, dim)",
+    "output": "g * (grad - (grad * output).sum(dim, keepdim=True)) "
+              "- grad * (g * output).sum(dim, keepdim=True)"})
+def _softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """output * (grad - sum(grad * output, dim)): the gradient of softmax's input."""
+    return _softmax_grad_op("_softmax_backward", grad, output, dim, log=False)
+
+
+@op(method=False, grad={
+    "grad": "g - (g * output.exp()).sum(dim, keepdim=True)",
+    "output": "-g * output.exp() * grad.sum(dim, keepdim=True)"})
+def _log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
+    """grad - exp(output) * sum(grad, dim): the gradient of log_softmax's input."""
+    return _softmax_grad_op("_log_softmax_backward", grad, output, dim, log=True)
+
+
+# -- derivative helpers (formulas reach them as _ops.reduction.<name>); all written with
+# differentiable ops so that double backward works ----------------------------------------------
+def _evenly(g: Tensor, input: Tensor, value: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """The gradient of a value-selecting reduction (amax, amin, max(), aminmax): g split evenly
+    among the elements equal to the selected value (the NaNs, when it is NaN)."""
+    v = unsqueeze_like(value, input.shape, dim, keepdim)
+    mask = (input == v) | input.isnan()
+    count = mask.sum(dim, keepdim=True)
+    return masked(expand_reduced(g, input.shape, dim, keepdim) / count, mask)
+
+
+def _select_grad(g: Tensor, input: Any, outs: list, dim: Any, keepdim: bool,
+                 largest: bool) -> Tensor:
+    """The gradient of max/min: of ``input`` in all three forms, and of the second operand of
+    the elementwise form (called with the operands swapped)."""
+    if isinstance(dim, Tensor):  # elementwise maximum/minimum: ties split the gradient
+        wins = input > dim if largest else input < dim
+        return masked(g, wins) + masked(g * 0.5, input == dim)
+    if dim is None:
+        return _evenly(g, input, outs[0], None, False)
+    nd = input.dim()
+    if nd == 0:
+        return g
+    d = normalize_dim(dim, nd)
+    indices = outs[1] if keepdim else outs[1].unsqueeze(d)
+    g = g if keepdim else g.unsqueeze(d)
+    positions = OPS["arange"].frontend(input.shape[d], device=g.device)
+    positions = positions.reshape(tuple(-1 if i == d else 1 for i in range(nd)))
+    return masked(g, positions == indices)
+
+
+def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim: Any, keepdim: bool) -> Tensor:
+    """d prod / d x_i is the product of the others: out / x_i without zeros. With zeros in a
+    slice (Z its zeros, P the product of its nonzeros) it is P / x_i or P (i in Z) times the
+    product of the zeros other than i: 1 if there are none, the other zero's value if one (0,
+    but its derivative is needed for double backward), else 0. First-order values are
+    PyTorch's prod_backward."""
+    if input.dtype is not g.dtype:
+        input = input.to(g.dtype)
+    gx = expand_reduced(g, input.shape, dim, keepdim)
+    zero = input == 0
+    if not bool(zero.any()):
+        return gx * cj(unsqueeze_like(out, input.shape, dim, keepdim) / input)
+    where = OPS["where"].frontend
+    safe = where(zero, 1.0, input)
+    nonzeros = safe.prod(dim, keepdim=True)
+    count = zero.sum(dim, keepdim=True)
+    others = where(zero, count - 1, count)  # zeros other than position i
+    at_zeros = masked(input, zero)
+    other_zero = at_zeros.sum(dim, keepdim=True) - at_zeros
+    zeros_factor = where(others == 0, 1.0, masked(other_zero, others == 1))
+    return gx * cj(zeros_factor * where(zero, nonzeros, nonzeros / safe))
+
+
+def _cumprod_grad(g: Tensor, input: Tensor, out: Tensor, dim: int) -> Tensor:
+    """grad_i = sum_{j >= i} g_j prod_{l <= j, l != i} x_l, without dividing by zero.
+
+    Without zeros that is rcs(g * out) / x (rcs: the reverse cumsum). With zeros, per slice
+    (k the first zero, k2 the second): before k the same form; at k, rcs(g * cumprod(x with
+    x_k = 1)); between k and k2, x_k times that over x_i; at k2, x_k rcs(g * cumprod(x with
+    x_k = x_k2 = 1)); after k2, zero. The x_k factors are 0 but keep the second derivatives
+    right (double backward through zeros)."""
+    if input.dtype is not g.dtype:
+        input = input.to(g.dtype)
+    if input.dim() == 0:
+        return g
+    rcs = OPS["_reverse_cumsum"].frontend
+    zero = input == 0
+    if not bool(zero.any()):
+        return rcs(g * cj(out), dim) / cj(input)
+    where = OPS["where"].frontend
+    seen = zero.cumsum(dim)
+    before, between = seen == 0, (seen == 1) & ~zero
+    first, second = zero & (seen == 1), zero & (seen == 2)
+    safe = where(before | between, input, 1.0)
+    x_k = cj(masked(input, first).sum(dim, keepdim=True))
+    past_first = rcs(g * cj(where(first, 1.0, input).cumprod(dim)), dim)
+    past_second = rcs(g * cj(where(first | second, 1.0, input).cumprod(dim)), dim)
+    return where(before, rcs(g * cj(out), dim) / cj(safe),
+                 where(first, past_first,
+                       where(between, x_k * past_first / cj(safe),
+                             masked(x_k * past_second, second))))
+
+
+def _moments_grad(grads: list, input: Tensor, outs: list, dim: Any, unbiased: Any,
+                  keepdim: bool, correction: Any, take_sqrt: bool) -> Tensor:
+    """var/std (output 0) and, for var_mean/std_mean, mean (output 1)."""
+    dim, corr = _correction("var", dim, unbiased, correction)
+    dims = _dims(input, dim)
+    n = math.prod(input._shape[d] for d in dims)
+    g = grads[0]
+    if take_sqrt:  # d std = d var / (2 std); a zero std gives zero, as in PyTorch
+        std = outs[0]
+        g = masked(g / (std * 2), std != 0)
+    scale = 2.0 / (n - corr) if n != corr else math.inf
+    centered = input - input.mean(dims, keepdim=True)
+    result = expand_reduced(g, input.shape, dims, keepdim) * centered * scale
+    if len(grads) > 1:
+        mean_grad = expand_reduced(grads[1], input.shape, dims, keepdim)
+        result = result + mean_grad / builtins.max(n, 1)
+    return result
+
+
+def _norm_grad(g: Tensor, input: Tensor, p: Any, dim: Any, keepdim: bool, dtype: Any,
+               out: Tensor) -> Tensor:
+    order = _norm_order(p)
+    x = input if dtype is None else input.to(D.to_dtype(dtype))
+    dims = _dims(x, dim)
+    gx = expand_reduced(g, x.shape, dims, keepdim)
+    if order == 0:
+        return gx * 0
+    if order == 1:
+        return gx * x.sgn()
+    where = OPS["where"].frontend
+    n = unsqueeze_like(out, x.shape, dims, keepdim)
+    if order == math.inf or order == -math.inf:  # evenly among the elements of largest |x|
+        mask = x.abs() == n
+        return masked(gx * x.sgn() / mask.sum(dims, keepdim=True), mask)
+    nonzero = n != 0
+    safe_n = where(nonzero, n, 1.0)
+    if order == 2:
+        return gx * x / safe_n
+    a = x.abs()
+    scaled = masked(x.sgn() * where(a != 0, a, 1.0) ** (order - 1), a != 0)
+    return masked(gx * scaled / safe_n ** (order - 1), nonzero)
 
 
 # Cost models for the profiler: reductions and scans read every input element once and do about

@@ -19,6 +19,8 @@ from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, normalize_dim, parse_size
+from gputensor.autograd.grad_mode import is_grad_enabled
+from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op
 from .copying import clone, strided_copy
@@ -189,7 +191,8 @@ def _bump(t: Tensor) -> Tensor:
 
 
 # == joining ===================================================================================
-@op(method=False, aliases=("concat", "concatenate"))
+@op(method=False, aliases=("concat", "concatenate"),
+    grad={"tensors": "_cat_backward(g, tensors_shape, dim if axis is None else axis)"})
 def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
         out: Tensor | None = None) -> Tensor:
     """Join tensors along an existing dim; 1-d empty tensors are skipped, as in PyTorch."""
@@ -237,6 +240,17 @@ def _cat_shape(parts: list[tuple[int, Tensor]], dim: int) -> tuple[int, tuple[in
 
 
 @op(method=False)
+def _cat_backward(grad: Tensor, shapes: list[tuple[int, ...]], dim: int) -> list[Tensor]:
+    """cat's gradient: one view of ``grad`` per input (the 1-d empty inputs cat skipped get
+    empty gradients)."""
+    skipped = [s == (0,) and grad.dim() != 1 for s in shapes]
+    d = normalize_dim(dim, grad.dim())
+    pieces = iter(split_with_sizes(grad, [s[d] for s, skip in zip(shapes, skipped, strict=True)
+                                          if not skip], d))
+    return [_zeros((0,), grad.dtype, grad.device) if skip else next(pieces) for skip in skipped]
+
+
+@op(method=False, grad={"tensors": "unbind(g, dim)"})
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Join equally-shaped tensors along a new dim."""
     tensors = _tensor_list(tensors, "stack")
@@ -322,10 +336,10 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
         raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension "
                            f"size of {n}")
     count = max(-(-n // s), 1) if s else 1
-    return _split_sizes(tensor, [min(s, n - i * s) for i in range(count)], d)
+    return split_with_sizes(tensor, [min(s, n - i * s) for i in range(count)], d)
 
 
-@op()
+@op(grad={"input": "cat(grads, dim)"})
 def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of consecutive pieces with the given sizes (which must sum to the dim size)."""
     _need_dims(input, "split_with_sizes")
@@ -351,7 +365,7 @@ def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_dim(dim, input.dim())
     n = input._shape[d]
     if n == 0:
-        return _split_sizes(input, [0] * chunks, d)
+        return split_with_sizes(input, [0] * chunks, d)
     return split(input, -(-n // chunks), d)
 
 
@@ -381,14 +395,16 @@ def tensor_split(input: Tensor, indices_or_sections: Any = None, dim: int = 0, *
         if s <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {s}")
         base, extra = divmod(n, s)
-        return _split_sizes(input, [base + (i < extra) for i in range(s)], d)
-    bounds = _int_list(arg, "indices")
-    pieces, prev = [], 0
-    for stop in bounds + [n]:
+        return split_with_sizes(input, [base + (i < extra) for i in range(s)], d)
+    spans, prev = [], 0
+    for stop in _int_list(arg, "indices") + [n]:
         start, end, _ = slice(prev, stop).indices(n)
-        pieces.append(narrow(input, d, start, max(end - start, 0)))
+        spans.append((start, max(end - start, 0)))
         prev = stop
-    return tuple(pieces)
+    if sum(length for _, length in spans) == n:
+        # Consecutive pieces (sorted indices): one split node, whose gradient is one cat.
+        return split_with_sizes(input, [length for _, length in spans], d)
+    return tuple(narrow(input, d, start, length) for start, length in spans)
 
 
 def _split_axis(input: Tensor, arg: Any, d: int, name: str) -> tuple[Tensor, ...]:
@@ -425,7 +441,7 @@ def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
 
 
 # == gathering ==================================================================================
-@op()
+@op(grad={"input": "_index_select_backward(g, input_shape, dim, index)"})
 def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entries of ``input`` at ``index`` (a vector, no negative values) along ``dim``."""
     _check_tensor(index, "index", "index_select")
@@ -447,6 +463,17 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None =
     return _written(result, out)
 
 
+@op(method=False, grad={"grad": "g.index_select(dim, index)"})
+def _index_select_backward(grad: Tensor, shape: tuple[int, ...], dim: int,
+                           index: Tensor) -> Tensor:
+    """Zeros of ``shape`` with the slices of ``grad`` added at ``index`` along ``dim``
+    (index_select's gradient; duplicates accumulate). The index was checked by the forward."""
+    out = _zeros(tuple(shape), grad.dtype, grad.device)
+    if index.numel() and out.numel():
+        kernel(out, "index_add")(out, normalize_dim(dim, len(shape)), index, grad, 1)
+    return out
+
+
 def _check_gather_shapes(input: Tensor, d: int, index: Tensor) -> None:
     if max(index.dim(), 1) != max(input.dim(), 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -457,7 +484,7 @@ def _check_gather_shapes(input: Tensor, d: int, index: Tensor) -> None:
                                f"{list(input._shape)} apart from dimension {d}")
 
 
-@op()
+@op(grad={"input": "_gather_backward(g, input_shape, dim, index)"})
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            out: Tensor | None = None) -> Tensor:
     """out[i][j][k] = input[index[i][j][k]][j][k] (for dim=0); the result has index's shape."""
@@ -474,7 +501,25 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     return _written(result, out)
 
 
-@op()
+@op(method=False, grad={"grad": "g.gather(dim, index)"})
+def _gather_backward(grad: Tensor, shape: tuple[int, ...], dim: int, index: Tensor) -> Tensor:
+    """Zeros of ``shape`` with ``grad`` added at ``index`` along ``dim`` (gather's gradient,
+    and sort/topk/kthvalue's through their indices). The index was checked by the forward."""
+    out = _zeros(tuple(shape), grad.dtype, grad.device)
+    if index.numel():
+        kernel(out, "scatter_reduce")(out, normalize_dim(dim, len(shape)), index, grad, "sum",
+                                      True)
+    return out
+
+
+@op(method=False)
+def _gather_to(grad: Tensor, dim: int, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``grad.gather(dim, index)`` in a ``shape`` at least as large as index's: a scatter's
+    gradient for its source (source elements beyond index's extent get zero)."""
+    return _pad_src_grad(gather(grad, dim, index), index, shape)
+
+
+@op(grad={"input": "_take_backward(g, input_shape, index)"})
 def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entries of the flattened input at ``index`` (negative values count from the end)."""
     _check_tensor(index, "index", "take")
@@ -489,6 +534,16 @@ def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     if result.numel():
         kernel(result, "take")(result, input, index)
     return _written(result, out)
+
+
+@op(method=False, grad={"grad": "g.take(index)"})
+def _take_backward(grad: Tensor, shape: tuple[int, ...], index: Tensor) -> Tensor:
+    """Zeros of ``shape`` with ``grad`` added at the flat positions ``index`` (take's
+    gradient; negative indices count from the end and duplicates accumulate)."""
+    flat = _zeros((math.prod(shape),), grad.dtype, grad.device)
+    if index.numel():
+        kernel(flat, "_index_put")(flat, [index], grad, True)
+    return reshape(flat, tuple(shape))
 
 
 @op()
@@ -574,10 +629,19 @@ def _scatter(self: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduce
 
 def scatter_(self: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: str | None = None) -> Tensor:
+    if needs_graph(self, (src, value), {}):
+        return apply_inplace(self, lambda: scatter(self, dim, index, src, value=value,
+                                                   reduce=reduce))
     return _scatter(self, dim, index, src, value, reduce, True)
 
 
-@op(inplace=True, inplace_fn=scatter_)
+# PyTorch has no derivative for the legacy ``reduce=`` forms of scatter.
+_SCATTER_NO_REDUCE = "not_implemented('scatter with reduce') if reduce is not None else "
+
+
+@op(inplace=True, inplace_fn=scatter_,
+    grad={"input": _SCATTER_NO_REDUCE + "g.scatter(dim, index, 0.0)",
+          "src": _SCATTER_NO_REDUCE + "_gather_to(g, dim, index, src_shape)"})
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """Write ``src`` (a tensor or a number) into a copy of input at ``index`` along ``dim``."""
@@ -598,10 +662,13 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
 
 
 def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    if needs_graph(self, (src,), {}):
+        return apply_inplace(self, lambda: scatter_add(self, dim, index, src))
     return _scatter_reduce(self, dim, index, src, "sum", True, True, "scatter_add")
 
 
-@op(inplace=True, inplace_fn=scatter_add_)
+@op(inplace=True, inplace_fn=scatter_add_,
+    grad={"input": "g", "src": "_gather_to(g, dim, index, src_shape)"})
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """Add ``src`` into a copy of input at ``index`` along ``dim`` (duplicates accumulate)."""
     return _scatter_reduce(input, dim, index, src, "sum", True, False, "scatter_add")
@@ -609,14 +676,100 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                     include_self: bool = True) -> Tensor:
+    if needs_graph(self, (src,), {}):
+        # The derivative reads self's value from before the write: reduce into a copy of it.
+        before = clone(self)
+        return apply_inplace(self, lambda: scatter_reduce(before, dim, index, src, reduce,
+                                                          include_self=include_self))
     return _scatter_reduce(self, dim, index, src, reduce, include_self, True, "scatter_reduce")
 
 
-@op(inplace=True, inplace_fn=scatter_reduce_)
+@op(inplace=True, inplace_fn=scatter_reduce_,
+    grad={"input": "g if reduce == 'sum' and include_self else _scatter_reduce_backward(g, "
+                   "input, dim, index, src, reduce, include_self, out, True)",
+          "src": "_scatter_reduce_backward(g, input, dim, index, src, reduce, include_self, "
+                 "out, False)"})
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """Reduce ``src`` into input at ``index`` with sum, prod, mean, amax or amin."""
     return _scatter_reduce(input, dim, index, src, reduce, include_self, False, "scatter_reduce")
+
+
+@op(method=False)
+def _scatter_reduce_backward(grad: Tensor, input: Tensor, dim: int, index: Tensor, src: Tensor,
+                             reduce: str, include_self: bool, result: Tensor,
+                             for_input: bool) -> Tensor:
+    """scatter_reduce's gradient for ``input`` (``for_input``) or for ``src``, composed of
+    differentiable ops so that it has a gradient itself.
+
+    Only ``src[:index.shape]`` takes part in the forward; the rest of src gets zero.
+    """
+    if reduce == "sum":  # (the formula itself passes grad on to an included input)
+        if for_input:
+            return grad.scatter(dim, index, 0.0)
+        return _gather_to(grad, dim, index, src._shape)
+    if reduce == "mean":
+        # Each output is divided by how many values it combined (itself included or not).
+        ones = _zeros(index._shape, grad.dtype, grad.device).fill_(1)
+        start = _zeros(input._shape, grad.dtype, grad.device)
+        if include_self:
+            start.fill_(1)
+        count = start.scatter_add(dim, index, ones).clamp_(min=1)
+        if for_input:
+            return grad / count if include_self else grad.scatter(dim, index, 0.0)
+        return _gather_to(grad / count, dim, index, src._shape)
+    src_part = src[tuple(slice(n) for n in index._shape)] if src._shape != index._shape else src
+    if reduce in ("amax", "amin"):
+        # The gradient is shared evenly by every value that equals the result.
+        self_hit = (input == result).to(grad.dtype)
+        if not include_self:
+            self_hit = self_hit.scatter(dim, index, 0.0)
+        src_hit = (src_part == result.gather(dim, index)).to(grad.dtype)
+        share = grad / self_hit.scatter_add(dim, index, src_hit).clamp_(min=1)
+        if for_input:
+            return share * self_hit
+        return _pad_src_grad(share.gather(dim, index) * src_hit, index, src._shape)
+    return _scatter_prod_backward(grad, input, dim, index, src, src_part, include_self, result,
+                                  for_input)
+
+
+def _pad_src_grad(g: Tensor, index: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """A gradient for ``src[:index.shape]`` placed in zeros of src's ``shape`` (differentiable:
+    the write records through setitem when ``g`` requires grad)."""
+    if g._shape == tuple(shape):
+        return g
+    out = _zeros(tuple(shape), g.dtype, g.device)
+    out[tuple(slice(n) for n in index._shape)] = g
+    return out
+
+
+def _scatter_prod_backward(grad: Tensor, input: Tensor, dim: int, index: Tensor, src: Tensor,
+                           src_part: Tensor, include_self: bool, result: Tensor,
+                           for_input: bool) -> Tensor:
+    """The gradient of a scattered product: the product of the other factors, computed
+    without dividing by a zero factor."""
+    if for_input:
+        if not include_self:
+            return grad.scatter(dim, index, 0.0)
+        # A zero in input: its cofactor is the product with that zero replaced by one.
+        nonzero_input = input.masked_fill(input == 0, 1)
+        others = nonzero_input.scatter_reduce(dim, index, src, "prod", include_self=True)
+        return grad * others / nonzero_input
+    zero = src_part == 0
+    zeros_at = _zeros(input._shape, grad.dtype, grad.device).scatter_add(
+        dim, index, zero.to(grad.dtype)).gather(dim, index)
+    if is_grad_enabled() and bool((zeros_at > 1).any()):
+        raise RuntimeError("scatter_reduce(): double backward is not supported for src when two "
+                           "or more src values reduced into the same position are zero")
+    # A src zero that is the only zero at its target: its cofactor is the product with it
+    # replaced by one. Other src values divide the result by themselves (0 if another is 0).
+    lone = zero & (zeros_at == 1)
+    cofactor = input.scatter_reduce(dim, index, src_part.masked_fill(lone, 1), "prod",
+                                    include_self=include_self)
+    from .composite import where
+    g_src = where(lone, (grad * cofactor).gather(dim, index),
+                  (grad * result).gather(dim, index) / src_part.masked_fill(zero, 1))
+    return _pad_src_grad(g_src, index, src._shape)
 
 
 # -- index_add / index_copy / index_fill ------------------------------------------------------
@@ -656,10 +809,14 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
 
 def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
                alpha: Any = 1) -> Tensor:
+    if needs_graph(self, (source,), {}):
+        return apply_inplace(self, lambda: index_add(self, dim, index, source, alpha=alpha))
     return _index_add(self, dim, index, source, alpha, True)
 
 
-@op(inplace=True, inplace_fn=index_add_)
+@op(inplace=True, inplace_fn=index_add_,
+    grad={"input": "g",
+          "source": "scale(g.index_select(dim, index), alpha).reshape(source_shape)"})
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1,
               out: Tensor | None = None) -> Tensor:
     """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
@@ -695,10 +852,14 @@ def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: 
 
 
 def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
+    if needs_graph(self, (source,), {}):
+        return apply_inplace(self, lambda: index_copy(self, dim, index, source))
     return _index_copy(self, dim, index, source, True)
 
 
-@op(inplace=True, inplace_fn=index_copy_)
+@op(inplace=True, inplace_fn=index_copy_,
+    grad={"input": "g.index_fill(dim, index, 0)",
+          "source": "g.index_select(dim, index).reshape(source_shape)"})
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """input with the slices at ``index`` along ``dim`` replaced by those of ``source``."""
     return _index_copy(input, dim, index, source, False)
@@ -721,10 +882,16 @@ def _index_fill(self: Tensor, dim: int, index: Tensor, value: Any, inplace: bool
 
 
 def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
+    if needs_graph(self, (value,), {}):
+        return apply_inplace(self, lambda: index_fill(self, dim, index, value))
     return _index_fill(self, dim, index, value, True)
 
 
-@op(inplace=True, inplace_fn=index_fill_)
+# A 0-dim ``value`` tensor gets the sum of the gradient over the filled slices (each counted
+# once, however often or in whichever sign convention the index names it).
+@op(inplace=True, inplace_fn=index_fill_,
+    grad={"input": "g.index_fill(dim, index, 0)",
+          "value": "(g - g.index_fill(dim, index, 0)).sum()"})
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """input with the slices at ``index`` along ``dim`` set to ``value`` (negatives wrap)."""
     return _index_fill(input, dim, index, value, False)
@@ -761,10 +928,14 @@ def _masked_fill(self: Tensor, mask: Tensor, value: Any, inplace: bool) -> Tenso
 
 
 def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+    if needs_graph(self, (value,), {}):
+        _inplace_mask_shape(self, mask)
+        return apply_inplace(self, lambda: masked_fill(self, mask, value))
     return _masked_fill(self, mask, value, True)
 
 
-@op(inplace=True, inplace_fn=masked_fill_)
+@op(inplace=True, inplace_fn=masked_fill_,
+    grad={"input": "g.masked_fill(mask, 0)", "value": "masked(g, mask).sum()"})
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """input (broadcast with mask) with ``value`` wherever the boolean mask is True."""
     return _masked_fill(input, mask, value, False)
@@ -794,16 +965,32 @@ def _masked_scatter(self: Tensor, mask: Tensor, source: Tensor, inplace: bool) -
 
 
 def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    if needs_graph(self, (source,), {}):
+        _inplace_mask_shape(self, mask)
+        return apply_inplace(self, lambda: masked_scatter(self, mask, source))
     return _masked_scatter(self, mask, source, True)
 
 
-@op(inplace=True, inplace_fn=masked_scatter_)
+@op(inplace=True, inplace_fn=masked_scatter_,
+    grad={"input": "g.masked_fill(mask, 0)",
+          "source": "_masked_scatter_source_grad(g, mask, source_shape)"})
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """Copy consecutive elements of ``source`` into input wherever the mask is True."""
     return _masked_scatter(input, mask, source, False)
 
 
-@op()
+@op(method=False)
+def _masked_scatter_source_grad(grad: Tensor, mask: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """masked_scatter's gradient for its source: the masked gradient in order, then zeros for
+    the source elements the mask did not use."""
+    used = masked_select(grad, mask)
+    n = math.prod(shape)
+    if used.numel() < n:
+        used = cat([used, _zeros((n - used.numel(),), grad.dtype, grad.device)])
+    return reshape(used, tuple(shape))
+
+
+@op(grad={"input": "_masked_select_backward(g, input_shape, mask)"})
 def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """A 1-d tensor of the elements of input (broadcast with mask) where the mask is True."""
     _check_mask(mask, "masked_select", "masked_select: expected BoolTensor for mask")
@@ -813,7 +1000,18 @@ def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> 
     return _copy_out(result, out, "masked_select")
 
 
-@op()
+@op(method=False, grad={"grad": "masked_select(g, mask)"})
+def _masked_select_backward(grad: Tensor, shape: tuple[int, ...], mask: Tensor) -> Tensor:
+    """Zeros of the broadcast of ``shape`` and the mask's shape, with ``grad`` placed where
+    the mask holds (masked_select's gradient; the node sums it back to the input's shape)."""
+    full = broadcast_shapes(tuple(shape), mask._shape)
+    out = _zeros(full, grad.dtype, grad.device)
+    if grad.numel():
+        kernel(out, "masked_scatter")(out, expand(mask, full), grad)
+    return out
+
+
+@op(differentiable=False)
 def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False) -> Any:
     """Indices of the non-zero elements: an (n, ndim) int64 tensor, or one column per dim."""
     nz = kernel(input, "nonzero")(input)
@@ -824,7 +1022,7 @@ def nonzero(input: Tensor, *, out: Tensor | None = None, as_tuple: bool = False)
     return _copy_out(nz, out, "nonzero")
 
 
-@op()
+@op(differentiable=False)
 def argwhere(input: Tensor) -> Tensor:
     """nonzero(input): the (n, ndim) int64 indices of the non-zero elements."""
     return nonzero(input)
@@ -845,7 +1043,9 @@ def _no_complex(input: Tensor, op_name: str, bool_ok: bool = True) -> None:
                            f"tensors")
 
 
-@op()
+# The values' gradient lands where the indices say; the indices themselves have none.
+@op(grad={"input": "_gather_backward(g, input_shape, dim, outs[1])"},
+    output_differentiable=(True, False))
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          out: Any = None) -> sort_result:
     """(values, indices) sorted along ``dim``; stable, NaN sorts as the largest value."""
@@ -860,7 +1060,7 @@ def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = 
     return sort_result(values, _written(indices, io))
 
 
-@op()
+@op(differentiable=False)
 def argsort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
     """The indices that sort input along ``dim`` (stable)."""
     return sort(input, dim, descending, stable).indices
@@ -872,7 +1072,8 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _copy_out(sort(input, 0).values, out, "msort")
 
 
-@op()
+@op(grad={"input": "_gather_backward(g, input_shape, dim, outs[1])"},
+    output_differentiable=(True, False))
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
          out: Any = None) -> topk_result:
     """The k largest (or smallest) elements along ``dim`` and their indices, in sorted order."""
@@ -891,7 +1092,9 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     return topk_result(values, _written(indices, io))
 
 
-@op()
+@op(grad={"input": "_gather_backward(unsqueeze_like(g, input_shape, dim, keepdim), "
+                   "input_shape, dim, unsqueeze_like(outs[1], input_shape, dim, keepdim))"},
+    output_differentiable=(True, False))
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> kthvalue_result:
     """The k-th smallest element (1-based) along ``dim`` and its index."""
@@ -945,7 +1148,7 @@ def unique_consecutive(input: Tensor, return_inverse: bool = False, return_count
 
 
 # == flips, rolls, rotations =====================================================================
-@op()
+@op(grad={"input": "flip(g, *dims)"})
 def flip(input: Tensor, *dims: Any) -> Tensor:
     """A copy of input reversed along ``dims``."""
     ds = _dims_unique(_varargs_ints(dims, "dims"), input.dim()) if input.dim() else []
@@ -969,7 +1172,7 @@ def flipud(input: Tensor) -> Tensor:
     return flip(input, [0])
 
 
-@op()
+@op(grad={"input": "_roll_backward(g, shifts, dims)"})
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts``; without dims, along the flattened tensor."""
     shifts = _int_list(shifts, "shifts")
@@ -988,6 +1191,12 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     if result.numel():
         kernel(input, "roll")(result, input, shifts, ds)
     return result
+
+
+@op(method=False, grad={"grad": "roll(g, shifts, dims)"})
+def _roll_backward(grad: Tensor, shifts: Any, dims: Any = None) -> Tensor:
+    """roll's gradient: the roll by the opposite shifts."""
+    return roll(grad, [-s for s in _int_list(shifts, "shifts")], dims)
 
 
 @op()
@@ -1013,6 +1222,7 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 
 
 # == repeats =====================================================================================
+@op(function=False, grad={"self": "_repeat_backward(g, self_shape, sizes)"})
 def repeat(self: Tensor, *sizes: Any) -> Tensor:
     """Tensor.repeat: tile the tensor ``sizes[i]`` times along each dim (new dims lead)."""
     reps = parse_size(sizes)
@@ -1032,6 +1242,17 @@ def repeat(self: Tensor, *sizes: Any) -> Tensor:
     return result
 
 
+@op(method=False)
+def _repeat_backward(grad: Tensor, shape: tuple[int, ...], sizes: tuple) -> Tensor:
+    """Tensor.repeat's gradient: the sum over the copies (grad seen as (r0, s0, r1, s1, ...)
+    summed over the r dims)."""
+    reps = parse_size(sizes)
+    padded = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    inter = [n for r, s in zip(reps, padded, strict=True) for n in (r, s)]
+    summed = reshape(grad, inter).sum(list(range(0, len(inter), 2))) if inter else grad
+    return reshape(summed, tuple(shape))
+
+
 @op()
 def tile(input: Tensor, dims: Any) -> Tensor:
     """Like Tensor.repeat, with ``dims`` padded by leading 1s to input's number of dims."""
@@ -1047,7 +1268,7 @@ def _check_repeats_tensor(repeats: Tensor, op_name: str) -> None:
         raise RuntimeError("repeats can not be negative")
 
 
-@op()
+@op(grad={"input": "_repeat_interleave_backward(g, input_shape, repeats, dim)"})
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeat each element (or slice along ``dim``) ``repeats`` times, in place order.
@@ -1090,6 +1311,21 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
     return reshape(rep, input._shape[:d] + (n * r,) + input._shape[d + 1:])
 
 
+@op(method=False)
+def _repeat_interleave_backward(grad: Tensor, shape: tuple[int, ...], repeats: Any,
+                                dim: int | None) -> Tensor:
+    """repeat_interleave's gradient: each input slice gets the sum of its copies."""
+    flat = dim is None or not shape
+    size = (math.prod(shape),) if flat else tuple(shape)
+    d = 0 if flat else normalize_dim(dim, len(shape))
+    if isinstance(repeats, Tensor) and repeats.numel() != 1:
+        result = _index_select_backward(grad, size, d, repeat_interleave(repeats))
+    else:
+        r = _as_int(repeats, "repeats")
+        result = reshape(grad, size[:d] + (size[d], r) + size[d + 1:]).sum(d + 1)
+    return reshape(result, tuple(shape))
+
+
 def _check_output_size(output_size: int | None, size: int) -> None:
     if output_size is not None and output_size != size:
         raise RuntimeError("allocated size does not match required size")
@@ -1107,26 +1343,31 @@ def _tri(input: Tensor, diagonal: int, out: Tensor | None, name: str, inplace: b
 
 
 def tril_(self: Tensor, diagonal: int = 0) -> Tensor:
+    if needs_graph(self, (), {}):
+        return apply_inplace(self, lambda: tril(self, diagonal))
     return _tri(self, diagonal, None, "tril", True)
 
 
 def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
+    if needs_graph(self, (), {}):
+        return apply_inplace(self, lambda: triu(self, diagonal))
     return _tri(self, diagonal, None, "triu", True)
 
 
-@op(inplace=True, inplace_fn=tril_)
+@op(inplace=True, inplace_fn=tril_, grad={"input": "g.tril(diagonal)"})
 def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The lower triangle of the last two dims (elements above ``diagonal`` set to 0)."""
     return _tri(input, diagonal, out, "tril", False)
 
 
-@op(inplace=True, inplace_fn=triu_)
+@op(inplace=True, inplace_fn=triu_, grad={"input": "g.triu(diagonal)"})
 def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The upper triangle of the last two dims (elements below ``diagonal`` set to 0)."""
     return _tri(input, diagonal, out, "triu", False)
 
 
-@op()
+@op(grad={"input": "g.diagonal(diagonal) if len(input_shape) == 1 else "
+                   "into_zeros(g, input_shape, lambda z: z.diagonal(diagonal))"})
 def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """1-d input: a square matrix with input on a diagonal; 2-d input: a diagonal's copy."""
     if input.dim() not in (1, 2):
@@ -1147,7 +1388,7 @@ def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tens
     return result
 
 
-@op()
+@op(grad={"input": "g.diagonal(offset, dim1, dim2)"})
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Place the last dim of input on the (dim1, dim2) diagonal of new zero matrices."""
     nd = input.dim() + 1
@@ -1174,7 +1415,7 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op(method=False)
+@op(method=False, grad={"input": "_pad_backward(g, input_shape, pad, mode)"})
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: float | None = None) -> Tensor:
     """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...).
@@ -1206,6 +1447,24 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     if result.numel():
         kernel(input, "pad")(result, input, widths, mode, fill)
     return result
+
+
+@op(method=False, grad={"grad": "pad(g, pads, mode)"})
+def _pad_backward(grad: Tensor, shape: tuple[int, ...], pads: Sequence[int],
+                  mode: str = "constant") -> Tensor:
+    """pad's gradient. Constant padding: the padded border cropped away (and cropped parts
+    padded back with zeros). Other modes: every output element's gradient added to the input
+    element it copies, found by padding the input's flat positions the same way."""
+    widths = _int_list(pads, "pad")
+    if mode == "constant":
+        return pad(grad, [-w for w in widths])
+    from .creation import arange
+    n = math.prod(shape)
+    source = pad(reshape(arange(n, device=grad.device), tuple(shape)), widths, mode)
+    out = _zeros((n,), grad.dtype, grad.device)
+    if n:
+        kernel(out, "index_add")(out, 0, reshape(source, -1), reshape(grad, -1), 1)
+    return reshape(out, tuple(shape))
 
 
 def _check_pad_mode(input: Tensor, pads: list[int], widths: list[tuple[int, int]], mode: str,
@@ -1309,7 +1568,7 @@ def _check_sorter(sorter: Tensor, boundaries: Tensor) -> None:
                   prefix="searchsorted(): sorter ")
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False,
                  right: bool = False, side: str | None = None, sorter: Tensor | None = None,
                  out: Tensor | None = None) -> Tensor:
@@ -1340,7 +1599,7 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     return _written(result, out)
 
 
-@op(method=False)
+@op(method=False, differentiable=False)
 def bucketize(input: Any, boundaries: Tensor, *, out_int32: bool = False, right: bool = False,
               out: Tensor | None = None) -> Tensor:
     """Bucket indices of ``input`` for the 1-d sorted ``boundaries``."""
@@ -1379,7 +1638,7 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return result
 
 
-@op()
+@op(differentiable=False)
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
           out: Tensor | None = None) -> Tensor:
     """A histogram of ``bins`` equal-width bins over [min, max] (the data range if equal)."""

@@ -61,6 +61,7 @@ def _view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tupl
     return tuple(new_stride)
 
 
+@op(function=False, grad={"self": "g.reshape(self_shape)"})
 def view(self: Tensor, *shape: Any) -> Tensor:
     from gputensor import _dtype as D
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
@@ -84,7 +85,7 @@ def _view_dtype(self: Tensor, dt: Any) -> Tensor:
     return out
 
 
-@op()
+@op(grad={"input": "g.reshape(input_shape)"})
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """A view when the strides allow it, otherwise a contiguous copy."""
     new_shape = _infer_size(parse_size(shape), input.numel())
@@ -102,7 +103,7 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     return reshape(self, other.shape)
 
 
-@op()
+@op(grad={"input": "g.permute(invert_permutation(dims, len(input_shape)))"})
 def permute(input: Tensor, *dims: Any) -> Tensor:
     dims = parse_size(dims)
     nd = input.dim()
@@ -118,7 +119,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
                        tuple(input._stride[d] for d in perm), input._offset)
 
 
-@op(aliases=("swapaxes", "swapdims"))
+@op(aliases=("swapaxes", "swapdims"), grad={"input": "g.transpose(dim0, dim1)"})
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = input.dim()
     if nd == 0:
@@ -129,7 +130,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return permute(input, perm)
 
 
-@op()
+@op(grad={"input": "g.t()"})
 def t(input: Tensor) -> Tensor:
     if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -154,6 +155,7 @@ def _mT(self: Tensor) -> Tensor:
     return transpose(self, -2, -1)
 
 
+@op(function=False, grad={"self": "sum_to(g, self_shape)"})
 def expand(self: Tensor, *sizes: Any) -> Tensor:
     sizes = parse_size(sizes)
     nd = self.dim()
@@ -195,7 +197,7 @@ def broadcast_to(input: Tensor, size: Any) -> Tensor:
     return expand(input, size)
 
 
-@op()
+@op(grad={"input": "g.reshape(input_shape)"})
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     nd = input.dim()
     dims = set(as_index_list(dim, nd)) if nd else set()
@@ -204,7 +206,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
                        tuple(input._stride[i] for i in keep), input._offset)
 
 
-@op()
+@op(grad={"input": "g.reshape(input_shape)"})
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     nd = input.dim()
     d = normalize_dim(dim, nd + 1)
@@ -238,7 +240,7 @@ def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
         reshape(input, input._shape[:d] + sizes + input._shape[d + 1:])
 
 
-@op()
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.narrow(dim, start, length))"})
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     d = normalize_dim(dim, input.dim())
     size = input._shape[d]
@@ -253,7 +255,7 @@ def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     return input._view(tuple(shape), input._stride, input._offset + start * input._stride[d])
 
 
-@op()
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.select(dim, index))"})
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     if input.dim() == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -268,13 +270,13 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
                        input._offset + index * input._stride[d])
 
 
-@op()
+@op(grad={"input": "stack(grads, dim)"})
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     d = normalize_dim(dim, input.dim())
     return tuple(select(input, d, i) for i in range(input._shape[d]))
 
 
-@op()
+@op(grad={"input": "g.movedim(destination, source)"})
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     nd = input.dim()
     src = as_index_list(source, nd)
@@ -289,7 +291,7 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     return permute(input, [o if o is not None else next(rest) for o in order])
 
 
-@op()
+@op(grad={"input": "_as_strided_backward(g, input_shape, size, stride, storage_offset)"})
 def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
     size, stride = parse_size(size), parse_size(stride)
     offset = input._offset if storage_offset is None else int(storage_offset)
@@ -309,7 +311,56 @@ def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: int | None
     return input._view(size, stride, offset)
 
 
-@op()
+def _overlaps(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Whether two elements of the (size, stride) geometry can share a memory location."""
+    extent = 0  # furthest offset reachable through the dims already walked, inner to outer
+    for n, st in sorted(((n, st) for n, st in zip(size, stride, strict=True) if n > 1),
+                        key=lambda d: d[1]):
+        if st <= extent:
+            return True
+        extent += (n - 1) * st
+    return False
+
+
+# Like as_strided_scatter, the gradient takes the input as contiguous from its storage start.
+@op(method=False, grad={"grad": "g.contiguous().as_strided(size, stride, storage_offset)"})
+def _as_strided_backward(grad: Tensor, shape: Any, size: Any, stride: Any,
+                         storage_offset: int | None = None) -> Tensor:
+    """as_strided's gradient: zeros of ``shape`` with ``grad`` added at the locations the view
+    reads (summed where the view reads a location more than once)."""
+    from ._core import kernel
+    from .copying import strided_copy
+    from .creation import arange, zeros
+    shape, size, stride = parse_size(shape), parse_size(size), parse_size(stride)
+    out = zeros(shape, dtype=grad.dtype, device=grad.device)
+    offset = 0 if storage_offset is None else int(storage_offset)
+    if not _overlaps(size, stride):
+        strided_copy(as_strided(out, size, stride, offset), grad)
+        return out
+    where = as_strided(arange(math.prod(shape), device=grad.device), size, stride, offset)
+    flat = out.view(-1)
+    if where.numel():
+        kernel(flat, "index_add")(flat, 0, where.reshape(-1), grad.reshape(-1), 1)
+    return out
+
+
+@op(grad={"input": "as_strided_scatter(g, zeros(src_shape, dtype=g.dtype, device=g.device), "
+                   "size, stride, storage_offset)",
+          "src": "g.contiguous().as_strided(size, stride, storage_offset)"})
+def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
+                       storage_offset: int | None = None) -> Tensor:
+    """A copy of ``input`` with the elements ``input.as_strided(size, stride, storage_offset)``
+    would view replaced by ``src`` (``input`` is taken as contiguous)."""
+    out = input.contiguous().clone()
+    region = as_strided(out, size, stride, storage_offset)
+    if tuple(region.shape) != tuple(src.shape):
+        raise RuntimeError(f"as_strided_scatter: src of shape {list(src.shape)} does not match "
+                           f"the region of shape {list(region.shape)}")
+    region.copy_(src)
+    return out
+
+
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.diagonal(offset, dim1, dim2))"})
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     nd = input.dim()
     d1, d2 = normalize_dim(dim1, nd), normalize_dim(dim2, nd)
@@ -341,10 +392,8 @@ def _int_like(x: Any) -> bool:
     return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
 
 
-Tensor.view = view
 Tensor.view_as = view_as
 Tensor.reshape_as = reshape_as
-Tensor.expand = expand
 Tensor.expand_as = expand_as
 Tensor.resize_ = resize_
 Tensor.T = property(_T)

@@ -3,6 +3,7 @@
 Nothing is compiled here; Numba compiles each kernel on first call and caches it on disk.
 """
 
-from . import elementwise, indexing, linalg, random, reduction, shape  # noqa: F401
+from . import conv, elementwise, indexing, linalg, nn, optim, random, reduction, shape  # noqa: F401
 
-__all__ = ["elementwise", "indexing", "linalg", "random", "reduction", "shape"]
+__all__ = ["conv", "elementwise", "indexing", "linalg", "nn", "optim", "random", "reduction",
+           "shape"]

@@ -135,8 +135,14 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         if out._dtype is compute and compute not in _NUMBA_COMPUTE and \
                 _STRIDES_CACHE.get(shape) is stride:
             arrays = []
+            scalars = False
             for x in inputs:
-                if type(x) is not Tensor or x._dtype is not compute or x._shape != shape or \
+                tx = type(x)
+                if tx is float or tx is int:
+                    arrays.append(_scalar(x, compute.np_dtype))
+                    scalars = True
+                    continue
+                if not isinstance(x, Tensor) or x._dtype is not compute or x._shape != shape or \
                         (x._stride is not stride and x._stride != stride):
                     break
                 a = x._np if x._np_buf is x._storage._buf else x._host
@@ -145,7 +151,10 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 n = o.size
                 if not n:
                     return  # nothing to compute, so nothing to compile
-                if n >= PARALLEL_THRESHOLD:
+                if scalars:
+                    fn = get(tuple(type(x) is not float and type(x) is not int
+                                   for x in inputs), 1, n >= PARALLEL_THRESHOLD)
+                elif n >= PARALLEL_THRESHOLD:
                     fn = get(all_arrays, 1, True)
                 elif serial_flat:
                     fn = serial_flat[0]

@@ -710,12 +710,16 @@ def _contiguous_3d(a: np.ndarray, dim: int) -> tuple[np.ndarray, int, int, int]:
 
 
 @CPU.register("_scan")
-def scan(result: Tensor, inp: Tensor, dim: int, op: str) -> None:
-    """cumsum (op '+') / cumprod (op '*') along ``dim``, accumulating in 64 bits (like torch)."""
+def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) -> None:
+    """cumsum (op '+') / cumprod (op '*') along ``dim``, accumulating in 64 bits (like torch);
+    ``reverse`` scans from the end (cumsum's gradient)."""
     a = host_array(inp)
     r = result._host
     if a.size == 0:
         return
+    if reverse and a.ndim:
+        a = np.flip(a, dim)  # scanned into a contiguous copy below, flipped back on the way out
+        r = np.flip(r, dim)
     x, O, K, I = _contiguous_3d(a, dim)
     par = use_threads(a.size)
     mod = _SCAN_CACHE.get((op, par))
@@ -730,40 +734,246 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str) -> None:
     else:
         mod.cols(x, O, K, I, COL_CHUNK, init, np.empty(O * I, acc_dt), out)
     if not np.may_share_memory(out, r):
-        r.reshape(-1)[...] = out
+        r[...] = out.reshape(r.shape)
 
 
-SOFTMAX_CHUNK = 1 << 17  # elements per group of passes, so they hit L2, not memory
+# -- softmax / log_softmax over a contiguous (O, K, I): one Numba kernel, three passes per slice
+# (max; the sum of exp(x - max); normalise) with the vectorising fast_exp. Rows sum in the
+# dtype's vector lanes (like torch), columns in float64 ---------------------------------------
+_SOFTMAX_SRC = """\
+import numpy as np
+from numba import njit, prange
+
+from gputensor.kernels.cpu.scalar_fns import fast_exp, float_from_bits, ordered_bits
+
+# vocabulary {vocabulary}
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def rows(x, xi, M, K, per_task, shift, mask, scratch, out):
+    # xi: x's bits as ints, for the max (an integer reduction vectorises). A NaN needs no care
+    # there: it makes the row's sum NaN, hence the whole row, as in torch.
+    for t in prange((M + per_task - 1) // per_task):
+        for r in range(t * per_task, min(M, (t + 1) * per_task)):
+            xr = x[r * K:r * K + K]
+            ir = xi[r * K:r * K + K]
+            orow = out[r * K:r * K + K]
+            mb = ordered_bits(ir[0], shift, mask)
+            for k in range(K):
+                mb = max(mb, ordered_bits(ir[k], shift, mask))
+            m = float_from_bits(ordered_bits(mb, shift, mask), xr[0])
+            scratch[r] = 0.0
+            acc = scratch[r]  # the sum in the output dtype: float64 halves the vector width
+{row_body}
+
+
+@njit(inline='always')
+def _pick(a, v):
+    # The larger of a and v, NaN-sticky.
+    return a if (a >= v or a != a) else v
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def cols(x, O, K, I, chunk, acc, scratch, out):
+    nic = (I + chunk - 1) // chunk
+    for t in prange(O * nic):
+        o = t // nic
+        i0 = (t - o * nic) * chunk
+        n = min(I, i0 + chunk) - i0
+        ar = acc[o * I + i0:o * I + i0 + n]
+        mr = scratch[o * I + i0:o * I + i0 + n]
+        b = o * K * I + i0
+        xr = x[b:b + n]
+        for i in range(n):
+            mr[i] = xr[i]
+            ar[i] = 0.0
+        for k in range(1, K):
+            xr = x[b + k * I:b + k * I + n]
+            for i in range(n):
+                mr[i] = _pick(mr[i], xr[i])
+{col_body}
+"""
+
+_SOFTMAX_ROW = {
+    False: """\
+            for k in range(K):
+                e = fast_exp(xr[k] - m)
+                orow[k] = e
+                acc += e
+            scratch[r] = 1.0 / acc
+            inv = scratch[r]
+            for k in range(K):
+                orow[k] *= inv""",
+    True: """\
+            for k in range(K):
+                acc += fast_exp(xr[k] - m)
+            scratch[r] = np.log(acc)
+            lse = scratch[r]
+            for k in range(K):
+                orow[k] = (xr[k] - m) - lse""",
+}
+_SOFTMAX_COL = {
+    False: """\
+        for k in range(K):
+            xr = x[b + k * I:b + k * I + n]
+            orow = out[b + k * I:b + k * I + n]
+            for i in range(n):
+                e = fast_exp(xr[i] - mr[i])
+                orow[i] = e
+                ar[i] += e
+        for i in range(n):
+            mr[i] = 1.0 / ar[i]
+        for k in range(K):
+            orow = out[b + k * I:b + k * I + n]
+            for i in range(n):
+                orow[i] *= mr[i]""",
+    True: """\
+        for k in range(K):
+            xr = x[b + k * I:b + k * I + n]
+            for i in range(n):
+                ar[i] += fast_exp(xr[i] - mr[i])
+        for i in range(n):
+            ar[i] = np.log(ar[i])
+        for k in range(K):
+            xr = x[b + k * I:b + k * I + n]
+            orow = out[b + k * I:b + k * I + n]
+            for i in range(n):
+                orow[i] = (xr[i] - mr[i]) - ar[i]""",
+}
+_SOFTMAX_CACHE: dict[tuple[bool, bool], object] = {}
+
+
+def _vocabulary() -> str:
+    """The softmax kernels call scalar_fns (fast_exp): embedding its hash in their source
+    re-keys Numba's disk cache when it changes (Numba doesn't track that dependency)."""
+    from .elementwise import _vocabulary_hash
+    return _vocabulary_hash()
+
+
+def _softmax_module(log: bool, parallel: bool) -> object:
+    mod = _SOFTMAX_CACHE.get((log, parallel))
+    if mod is None:
+        src = _SOFTMAX_SRC.format(parallel=parallel, fastmath=_FASTMATH, vocabulary=_vocabulary(),
+                                  row_body=_SOFTMAX_ROW[log], col_body=_SOFTMAX_COL[log])
+        mod = _SOFTMAX_CACHE[log, parallel] = load_module("red_softmax", src)
+    return mod
 
 
 @CPU.register("softmax")
 def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
-    """softmax / log_softmax along ``dim``, shifted by the max so exp never overflows.
-
-    NumPy's exp is SIMD-vectorised (Numba's calls libm per element), so this kernel runs
-    NumPy passes over groups of outer rows small enough to stay in cache.
-    """
+    """softmax / log_softmax along ``dim``, shifted by the max so exp never overflows (a NaN
+    in a slice makes it all NaN, as in torch)."""
     a = host_array(inp)
     r = result._host
     if a.size == 0:
         return
     x, O, K, I = _contiguous_3d(a, dim)
-    x3 = x.reshape(O, K, I)
-    out = _flat_out(r).reshape(O, K, I)
-    step = max(1, SOFTMAX_CHUNK // (K * I))
-    # Contiguous rows sum pairwise (accurate in the input dtype); columns add up row by row.
-    sum_dt = None if I == 1 else np.float64
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for o0 in range(0, O, step):
-            xs, os_ = x3[o0:o0 + step], out[o0:o0 + step]
-            m = xs.max(axis=1, keepdims=True)  # NaN propagates, as in torch
-            np.subtract(xs, m, out=os_)
-            if log:
-                total = np.exp(os_).sum(axis=1, keepdims=True, dtype=sum_dt)
-                os_ -= np.log(total).astype(os_.dtype)
-            else:
-                np.exp(os_, out=os_)
-                total = os_.sum(axis=1, keepdims=True, dtype=sum_dt)
-                os_ *= (1.0 / total).astype(os_.dtype)
+    out = _flat_out(r)
+    mod = _softmax_module(log, use_threads(a.size))
+    if I == 1:
+        per_task = -(-O // (4 * _threads())) if use_threads(a.size) else O
+        bits = np.int32 if x.dtype.itemsize == 4 else np.int64
+        width = 8 * x.dtype.itemsize - 1
+        mod.rows(x, x.view(bits), O, K, max(per_task, 1), bits(width), bits((1 << width) - 1),
+                 np.empty(O, out.dtype), out)
+    else:
+        mod.cols(x, O, K, I, COL_CHUNK, np.empty(O * I, np.float64), np.empty(O * I, out.dtype),
+                 out)
     if not np.may_share_memory(out, r):
-        r.reshape(-1)[...] = out.reshape(-1)
+        r[...] = out.reshape(r.shape)
+
+
+# -- the fused backward of softmax / log_softmax over a contiguous (O, K, I) -------------------
+# Per slice along the reduced dim: s = sum(g * y) (softmax) or sum(g) (log_softmax), then
+# softmax: y * (g - s); log_softmax: g - exp(y) * s. Rows sum in the dtype's vector lanes,
+# columns in float64.
+_SOFTMAX_BW_SRC = """\
+import numpy as np
+from numba import njit, prange
+
+from gputensor.kernels.cpu.scalar_fns import fast_exp
+
+# vocabulary {vocabulary}
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def rows(g, y, M, K, out):
+    for r in prange(M):
+        gr = g[r * K:r * K + K]
+        yr = y[r * K:r * K + K]
+        orow = out[r * K:r * K + K]
+        orow[0] = 0.0
+        s = orow[0]  # the sum in the output dtype, in vector lanes (float64 halves their width)
+        for k in range(K):
+            s += {term}
+        for k in range(K):
+            orow[k] = {result}
+
+
+@njit(cache=True, parallel={parallel}, fastmath={fastmath}, error_model='numpy')
+def cols(g, y, O, K, I, chunk, acc, sums, out):
+    # acc: float64 running sums; sums: the same in the output dtype for the last pass.
+    nic = (I + chunk - 1) // chunk
+    for t in prange(O * nic):
+        o = t // nic
+        i0 = (t - o * nic) * chunk
+        n = min(I, i0 + chunk) - i0
+        ar = acc[o * I + i0:o * I + i0 + n]
+        sr = sums[o * I + i0:o * I + i0 + n]
+        for i in range(n):
+            ar[i] = 0.0
+        for k in range(K):
+            b = (o * K + k) * I + i0
+            gr = g[b:b + n]
+            yr = y[b:b + n]
+            for i in range(n):
+                ar[i] += {term_i}
+        for i in range(n):
+            sr[i] = ar[i]
+        for k in range(K):
+            b = (o * K + k) * I + i0
+            gr = g[b:b + n]
+            yr = y[b:b + n]
+            orow = out[b:b + n]
+            for i in range(n):
+                orow[i] = {result_i}
+"""
+
+_SOFTMAX_BW_CACHE: dict[tuple[bool, bool], object] = {}
+
+
+def _softmax_bw_module(log: bool, parallel: bool) -> object:
+    mod = _SOFTMAX_BW_CACHE.get((log, parallel))
+    if mod is None:
+        if log:
+            term, result = "gr[k]", "gr[k] - fast_exp(yr[k]) * s"
+        else:
+            term, result = "gr[k] * yr[k]", "yr[k] * (gr[k] - s)"
+        src = _SOFTMAX_BW_SRC.format(
+            parallel=parallel, fastmath=_FASTMATH, term=term, result=result,
+            vocabulary=_vocabulary(),
+            term_i=term.replace("[k]", "[i]"),
+            result_i=result.replace("[k]", "[i]").replace(" s", " sr[i]"))
+        mod = _SOFTMAX_BW_CACHE[log, parallel] = load_module("red_softmax_bw", src)
+    return mod
+
+
+@CPU.register("_softmax_backward")
+def softmax_backward(result: Tensor, grad: Tensor, output: Tensor, dim: int, log: bool) -> None:
+    """The gradient of softmax (``log`` False) or log_softmax's input along ``dim`` from the
+    output's gradient and the output, in one Numba pass per slice."""
+    y = host_array(output)
+    r = result._host
+    if y.size == 0:
+        return
+    gx, O, K, I = _contiguous_3d(host_array(grad), dim)
+    yx = _contiguous_3d(y, dim)[0]
+    out = _flat_out(r)
+    mod = _softmax_bw_module(log, use_threads(y.size))
+    if I == 1:
+        mod.rows(gx, yx, O, K, out)
+    else:
+        mod.cols(gx, yx, O, K, I, COL_CHUNK, np.empty(O * I, np.float64),
+                 np.empty(O * I, out.dtype), out)
+    if not np.may_share_memory(out, r):
+        r[...] = out.reshape(r.shape)

@@ -168,8 +168,9 @@ def test_requires_grad_only_for_float() -> None:
 
 def test_all_is_computed_from_registry() -> None:
     from gputensor.kernels.registry import OPS
-    public = {name for name, op in OPS.items() if not name.startswith("_")}
+    public = {name for name, op in OPS.items() if not name.startswith("_") and op.function}
     assert public <= set(gt.__all__)
+    assert "view" not in gt.__all__ and not hasattr(gt, "view")  # method-only ops
     assert {"tensor", "FloatStorage", "FloatTensor", "float32", "no_grad"} <= set(gt.__all__)
     for name in gt.__all__:
         assert hasattr(gt, name), name

@@ -1,0 +1,421 @@
+"""Derivative formulas declared with each op, and the nodes that run them in backward.
+
+An op declares one expression per differentiable input, written with differentiable gputensor
+ops (so ``create_graph=True`` gives higher-order gradients), e.g. ``mul``:
+``("g * b", "g * a")``. Names an expression may use:
+
+- ``g``: the gradient of the (first) output; ``grads``: the gradients of all outputs
+- ``out``: the (first) output; ``outs``: all outputs; ``out1`` etc.: one of them
+- any argument of the op by name (tensors are saved with their version), and
+  ``<arg>_shape`` / ``<arg>_dtype`` / ``<arg>_device`` for a tensor argument's metadata
+  (cheaper than saving the tensor)
+- every public ``gputensor`` function and the helpers in ``autograd.formulas``
+
+Only the names the formulas of the inputs that need a gradient use are saved. Gradients are
+summed back to each input's shape (broadcasting) and cast to its dtype by the node, so formulas
+can ignore both.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gputensor._tensor import Tensor as _Tensor
+
+from . import formulas, grad_mode
+from .graph import Node, SavedTensor, edge_of, grad_accumulator
+
+_SPECIAL = ("g", "grads", "out", "outs")
+_META_SUFFIXES = ("_shape", "_dtype", "_device")
+_namespace: dict[str, Any] | None = None
+
+
+def _formula_namespace() -> dict[str, Any]:
+    global _namespace
+    if _namespace is None:
+        import gputensor
+        from gputensor.kernels.registry import OPS
+
+        from . import formulas
+        ns = {k: getattr(gputensor, k) for k in dir(gputensor) if not k.startswith("__")}
+        ns.update({name: op.frontend for name, op in OPS.items() if name.isidentifier()})
+        ns.update({k: v for k, v in vars(formulas).items() if not k.startswith("__")})
+        _namespace = ns
+    return _namespace
+
+
+def _names_in(expr: str) -> list[str]:
+    """The free variable names an expression reads (attributes and calls' callees excluded
+    only when they are namespace functions, which are resolved later)."""
+    tree = ast.parse(expr, mode="eval")
+    lambda_args = {a.arg for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                   for a in n.args.args}
+    return sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - lambda_args)
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.strip("_").split("_"))
+
+
+def _is_tensor(x: Any) -> bool:
+    return isinstance(x, _Tensor)
+
+
+def _tensor_list(x: Any) -> bool:
+    return isinstance(x, list | tuple) and len(x) > 0 and all(_is_tensor(t) for t in x)
+
+
+class Derivative:
+    """The derivative of one op: formulas keyed by argument name."""
+
+    _kw_names: tuple[str, ...] = ()
+
+    def __init__(self, op_name: str, formulas: dict[str, str | None],
+                 arg_names: Sequence[str] | None = None, varargs: str | None = None,
+                 defaults: dict[str, Any] | None = None, output_differentiable:
+                 Sequence[bool] | None = None) -> None:
+        self.op_name = op_name
+        self.formulas = {k: v for k, v in formulas.items()}
+        self.arg_names = tuple(arg_names or ())
+        self.varargs = varargs
+        self.defaults = defaults or {}
+        self.output_differentiable = output_differentiable
+        self.node_class = type(f"{_camel(op_name)}Backward0", (OpNode,), {"__slots__": ()})
+        self._compiled: dict[str, tuple[Callable, tuple[str, ...]]] = {}
+        self._names: dict[str, list[str]] = {k: _names_in(v) for k, v in self.formulas.items()
+                                             if v is not None}
+        self._save_cache: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    @classmethod
+    def for_function(cls, op_name: str, fn: Callable, formulas: dict[str, str | None],
+                     output_differentiable: Sequence[bool] | None = None) -> Derivative:
+        """A derivative for an op whose frontend is ``fn``: arguments bound by its signature."""
+        names, varargs, defaults = [], None, {}
+        for p in inspect.signature(fn).parameters.values():
+            if p.kind is p.VAR_POSITIONAL:
+                varargs = p.name
+                continue
+            if p.kind is p.VAR_KEYWORD:
+                continue
+            if p.kind is not p.KEYWORD_ONLY:
+                names.append(p.name)
+            if p.default is not p.empty:
+                defaults[p.name] = p.default
+        unknown = set(formulas) - set(names) - ({varargs} if varargs else set())
+        if unknown:
+            raise RuntimeError(f"derivative of {op_name} names unknown arguments {unknown}")
+        d = cls(op_name, formulas, names, varargs, defaults, output_differentiable)
+        d._kw_names = tuple(p.name for p in inspect.signature(fn).parameters.values()
+                       if p.kind is p.KEYWORD_ONLY)
+        return d
+
+    # -- compiling formulas ---------------------------------------------------------------------
+    def compiled(self, arg: str) -> tuple[Callable, tuple[str, ...]]:
+        c = self._compiled.get(arg)
+        if c is None:
+            expr = self.formulas[arg]
+            ns = _formula_namespace()
+            bound = self._bound_names()
+            unknown = [n for n in self._names[arg]
+                       if n not in bound and n not in ns and not hasattr(builtins, n)]
+            if unknown:
+                raise RuntimeError(f"the derivative formula of {self.op_name} for {arg!r} "
+                                   f"uses unknown names {unknown}: {expr}")
+            params = tuple(n for n in self._names[arg] if n in bound)
+            src = f"lambda {', '.join(params)}: ({expr})"
+            c = self._compiled[arg] = (eval(src, ns), params)  # noqa: S307 (our own formulas)
+        return c
+
+    def _bound_names(self) -> set[str]:
+        names = set(_SPECIAL) | set(self.arg_names) | set(self.defaults)
+        names |= {f"out{i}" for i in range(8)}   # one output of a multi-output op
+        names |= set(self._kw_names)
+        if self.varargs:
+            names.add(self.varargs)
+        return names | {a + s for a in names for s in _META_SUFFIXES}
+
+    def _saved_names(self, needed: tuple[str, ...]) -> tuple[str, ...]:
+        s = self._save_cache.get(needed)
+        if s is None:
+            bound = self._bound_names()
+            s = tuple(sorted({n for a in needed for n in self._names.get(a, ())
+                              if n in bound and n not in ("g", "grads")}))
+            self._save_cache[needed] = s
+        return s
+
+    # -- recording ------------------------------------------------------------------------------
+    def record(self, result: Any, args: Sequence[Any], params: Sequence[Any] = ()) -> None:
+        """Attach a node to ``result`` of an elementwise op called as (a, b, c, *params).
+
+        The hot path of every differentiable elementwise call, so it avoids the generic
+        binding of ``_attach``."""
+        edges = []
+        slots = []
+        names = self.arg_names
+        for i, x in enumerate(args):
+            if isinstance(x, _Tensor) and x._requires_grad:
+                fn = x.grad_fn
+                edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+                slots.append((names[i], -1, x._shape, x._dtype))
+        if not edges:
+            return
+        needed = tuple(s[0] for s in slots)
+        saved_names = self._save_cache.get(needed)
+        if saved_names is None:
+            saved_names = self._saved_names(needed)
+        saved = {}
+        if saved_names:
+            n_args = len(args)
+            for name in saved_names:
+                if name == "out":
+                    saved[name] = SavedTensor(result, is_output=True)
+                    continue
+                i = names.index(name) if name in names else -1
+                if 0 <= i < n_args:
+                    x = args[i]
+                    saved[name] = SavedTensor(x) if isinstance(x, _Tensor) else x
+                elif i >= n_args:
+                    saved[name] = params[i - n_args]
+                else:
+                    values = dict(zip(names, (*args, *params), strict=False))
+                    saved[name] = self._save(name, values, (result,))
+        node = self.node_class.__new__(self.node_class)
+        node._init(tuple(edges))
+        node.derivative = self
+        node.slots = slots
+        node.saved = saved
+        result.grad_fn = node
+        result._requires_grad = True
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        n = len(self.arg_names)
+        values = dict(zip(self.arg_names, args, strict=False))
+        if self.varargs:
+            values[self.varargs] = tuple(args[n:])
+        values.update(kwargs)
+        for k, v in self.defaults.items():
+            values.setdefault(k, v)
+        return values
+
+    def record_call(self, result: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        self._attach(result, self.bind(args, kwargs))
+
+    def _attach(self, result: Any, values: dict[str, Any]) -> None:
+        edges: list = []
+        slots: list = []   # per edge: (arg name, index in a tensor list or -1, shape, dtype)
+        needed = []
+        for arg, expr in self.formulas.items():
+            x = values.get(arg)
+            if _is_tensor(x):
+                if x._requires_grad and expr is not None:
+                    edges.append(edge_of(x))
+                    slots.append((arg, -1, x._shape, x._dtype))
+                    needed.append(arg)
+            elif _tensor_list(x) and expr is not None:
+                used = False
+                for i, t in enumerate(x):
+                    if t._requires_grad:
+                        edges.append(edge_of(t))
+                        slots.append((arg, i, t._shape, t._dtype))
+                        used = True
+                if used:
+                    needed.append(arg)
+        if not edges:
+            return
+        outputs = result if isinstance(result, tuple | list) else (result,)
+        node = self.node_class.__new__(self.node_class)
+        node._init(tuple(edges))
+        node.derivative = self
+        node.slots = slots
+        saved = {}
+        for name in self._saved_names(tuple(needed)):
+            saved[name] = self._save(name, values, outputs)
+        node.saved = saved
+        diff = self.output_differentiable
+        if len(outputs) > 1:
+            # Zero gradients are materialized only for outputs that can have one.
+            node.out_meta = [(t._shape, t._dtype, t.device) if _is_tensor(t) and
+                             (diff is None or diff[i]) and
+                             (t._dtype.is_floating_point or t._dtype.is_complex) else None
+                             for i, t in enumerate(outputs)]
+        for i, t in enumerate(outputs):
+            if _is_tensor(t) and (diff is None or diff[i]) and \
+                    (t._dtype.is_floating_point or t._dtype.is_complex):
+                t.grad_fn = node
+                t._requires_grad = True
+                if i:
+                    t._output_nr = i
+
+    def _save(self, name: str, values: dict[str, Any], outputs: Sequence[Any]) -> Any:
+        if name == "out":
+            return SavedTensor(outputs[0], is_output=True)
+        if name == "outs":
+            return [SavedTensor(t, is_output=True, output_nr=i) if _is_tensor(t) else t
+                    for i, t in enumerate(outputs)]
+        for suffix in _META_SUFFIXES:
+            if name.endswith(suffix) and name not in values:
+                x = values.get(name[: -len(suffix)])
+                attr = suffix[1:]
+                if isinstance(x, list | tuple):
+                    return [getattr(t, attr) for t in x]
+                return getattr(x, attr) if x is not None else None
+        if name[:3] == "out" and name[3:].isdigit():
+            return SavedTensor(outputs[int(name[3:])], is_output=True, output_nr=int(name[3:]))
+        x = values.get(name)
+        if _is_tensor(x):
+            return SavedTensor(x)
+        if _tensor_list(x):
+            return type(x)(SavedTensor(t) for t in x)
+        return x
+
+
+def _unpack(value: Any, node: Node) -> Any:
+    if isinstance(value, SavedTensor):
+        return value.unpack(node)
+    if isinstance(value, list | tuple) and value and isinstance(value[0], SavedTensor):
+        return type(value)(v.unpack(node) for v in value)
+    return value
+
+
+class OpNode(Node):
+    """The backward node of an op declared with a :class:`Derivative`."""
+
+    __slots__ = ("derivative", "slots", "saved")
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        if self._released:
+            self.check_not_released()
+        if self.out_meta:
+            grads = list(grads)
+            for i, g in enumerate(grads):
+                if g is None and self.out_meta[i] is not None:
+                    shape, dtype, device = self.out_meta[i]
+                    grads[i] = formulas.zeros_grad(shape, dtype, device)
+        env = {"g": grads[0], "grads": grads}
+        results: dict[str, Any] = {}
+        out = []
+        for arg, index, shape, dtype in self.slots:
+            r = results.get(arg)
+            if r is None and arg not in results:
+                fn, names = self.derivative.compiled(arg)
+                vals = []
+                for n in names:
+                    v = env.get(n, _MISSING)
+                    if v is _MISSING:
+                        v = _unpack(self.saved[n], self)
+                    vals.append(v)
+                r = results[arg] = fn(*vals)
+            gi = r[index] if index >= 0 and r is not None else r
+            if gi is not None and (gi._shape != shape or gi._dtype is not dtype):
+                gi = formulas.fit_grad(gi, shape, dtype)
+            out.append(gi)
+        return out
+
+    def release(self) -> None:
+        self._released = True
+        self.saved = {}
+
+    @property
+    def _saved_tensors(self) -> dict[str, Any]:
+        return self.saved
+
+
+_MISSING = object()
+
+
+class NotImplementedNode(Node):
+    """Attached when an op without a derivative produced a float output from inputs that need
+    gradients: backward raises, naming the op, only if a gradient is actually needed."""
+
+    __slots__ = ("op_name",)
+
+    def apply(self, grads: list[Any]) -> list[Any]:
+        raise RuntimeError(f"the derivative for '{self.op_name}' is not implemented")
+
+
+def mark_not_implemented(op_name: str, result: Any, args: Sequence[Any],
+                         kwargs: dict[str, Any]) -> None:
+    """After an op without a derivative ran with grad enabled: outputs it computed from inputs
+    that need gradients get a node that raises if backward reaches it."""
+    outputs = result if isinstance(result, tuple | list) else (result,)
+    inputs = [t for x in (*args, *kwargs.values()) for t in (x if _tensor_list(x) else (x,))
+              if _is_tensor(t)]
+    # An input handed back as an output keeps its own history.
+    pending = [t for t in outputs if _is_tensor(t) and t.grad_fn is None
+               and (t._dtype.is_floating_point or t._dtype.is_complex)
+               and not any(t is x for x in inputs)]
+    if not pending:
+        return
+    edges = [edge_of(t) for t in inputs if t._requires_grad]
+    if not edges:
+        return
+    node = NotImplementedNode.__new__(NotImplementedNode)
+    node._init(tuple(edges))
+    node.op_name = op_name
+    for i, t in enumerate(pending):
+        t.grad_fn = node
+        t._requires_grad = True
+        t._output_nr = i
+
+
+class NoDerivative:
+    """The derivative slot of an elementwise op without formulas: float outputs computed from
+    inputs that need gradients get a node that raises in backward."""
+
+    def __init__(self, op_name: str) -> None:
+        self.op_name = op_name
+
+    def record(self, result: Any, args: Sequence[Any], params: Sequence[Any] = ()) -> None:
+        if result._dtype.is_floating_point or result._dtype.is_complex:
+            mark_not_implemented(self.op_name, result, args, {})
+
+
+def differentiable(fn: Callable, derivative: Derivative | None, op_name: str) -> Callable:
+    """Wrap an op frontend so calls record the op's node (or a not-implemented node)."""
+    import functools
+
+    state = grad_mode._state
+    if derivative is None:
+        @functools.wraps(fn)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            if getattr(state, "enabled", True):
+                mark_not_implemented(op_name, result, args, kwargs)
+            return result
+        return checked
+
+    @functools.wraps(fn)
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        if not getattr(state, "enabled", True) or not _any_requires_grad(args, kwargs):
+            return fn(*args, **kwargs)
+        if kwargs.get("out") is not None:
+            raise RuntimeError(f"{op_name}(): functions with out=... arguments don't support "
+                               f"automatic differentiation, but one of the arguments requires "
+                               f"grad.")
+        state.enabled = False
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            state.enabled = True
+        derivative.record_call(result, args, kwargs)
+        return result
+    return recorded
+
+
+def _any_requires_grad(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    for x in args:
+        if _is_tensor(x):
+            if x._requires_grad:
+                return True
+        elif isinstance(x, list | tuple):
+            for t in x:
+                if _is_tensor(t) and t._requires_grad:
+                    return True
+    for x in kwargs.values():
+        if _is_tensor(x) and x._requires_grad:
+            return True
+    return False

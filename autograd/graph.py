@@ -1,0 +1,175 @@
+"""Graph nodes: the backward functions that ops attach to their outputs as ``grad_fn``.
+
+Each node holds edges ``(node, input_nr)`` to the nodes of its inputs (``next_functions``); a
+leaf that requires grad gets an ``AccumulateGrad`` node. Saved tensors remember the version of
+their storage when saved, so an in-place edit before backward is caught and named.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import anomaly_mode
+
+Edge = tuple["Node", int]
+_sequence = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``: ``handle.remove()`` unregisters the hook."""
+
+    _ids = itertools.count()
+
+    def __init__(self, hooks: dict) -> None:
+        self._hooks = hooks
+        self.id = next(self._ids)
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+class Node:
+    """A backward function in the graph (PyTorch's ``torch.autograd.graph.Node``)."""
+
+    __slots__ = ("next_functions", "_seq", "_released", "_hooks", "_pre_hooks",
+                 "_tensor_pre_hooks", "_retained", "_trace", "out_meta", "__weakref__",
+                 "__dict__")
+
+    def __init__(self, next_functions: tuple = ()) -> None:
+        self._init(next_functions)
+
+    def _init(self, next_functions: tuple) -> None:
+        self.next_functions = next_functions
+        self._seq = next(_sequence)
+        self._released = False
+        self._hooks = self._pre_hooks = self._tensor_pre_hooks = None
+        self._retained = None
+        self.out_meta = None   # (shape, dtype, device) per output, to materialize zero grads
+        self._trace = anomaly_mode.forward_trace() if anomaly_mode.enabled else None
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    # -- the backward computation ----------------------------------------------------------
+    def apply(self, grads: list[Any]) -> Sequence[Any]:
+        """Gradients for each edge in ``next_functions`` from the gradients of the outputs."""
+        raise RuntimeError(f"{self.name()} has no backward")
+
+    def release(self) -> None:
+        """Free what backward needs (saved tensors), after a backward without retain_graph."""
+        self._released = True
+
+    def check_not_released(self) -> None:
+        if self._released:
+            raise RuntimeError(
+                f"Trying to backward through the graph a second time (or directly access saved "
+                f"tensors after they have already been freed) in {self.name()}. Saved "
+                f"intermediate values of the graph are freed when you call .backward() or "
+                f"autograd.grad(). Specify retain_graph=True if you need to backward through "
+                f"the graph a second time or if you need to access saved tensors after calling "
+                f"backward.")
+
+    # -- hooks --------------------------------------------------------------------------------
+    def register_hook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_inputs, grad_outputs)`` after this node runs; may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = {}
+        handle = RemovableHandle(self._hooks)
+        self._hooks[handle.id] = fn
+        return handle
+
+    def register_prehook(self, fn: Callable) -> RemovableHandle:
+        """``fn(grad_outputs)`` before this node runs; may return new grad_outputs."""
+        if self._pre_hooks is None:
+            self._pre_hooks = {}
+        handle = RemovableHandle(self._pre_hooks)
+        self._pre_hooks[handle.id] = fn
+        return handle
+
+    def _register_tensor_hook(self, output_nr: int, fn: Callable) -> RemovableHandle:
+        """A hook of the tensor that is output ``output_nr`` of this node."""
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.setdefault(output_nr, {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
+        return handle
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Any) -> None:
+        self._init(())
+        self.variable = variable
+
+    def apply(self, grads: list[Any]) -> Sequence[Any]:
+        return ()
+
+
+def grad_accumulator(t: Any) -> AccumulateGrad:
+    """The (cached) AccumulateGrad node of leaf ``t``; the tensor holds it weakly (no cycle)."""
+    ref = t.__dict__.get("_grad_acc")
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._grad_acc = weakref.ref(acc)
+    return acc
+
+
+def edge_of(t: Any) -> Edge | None:
+    """The edge a gradient for ``t`` flows along, or None when ``t`` needs no gradient."""
+    fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    if t._requires_grad:
+        return (grad_accumulator(t), 0)
+    return None
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version its storage had when it was saved.
+
+    An op's own output is saved as a detached alias (the output holds its grad_fn, so a strong
+    reference back would make a cycle); unpacking re-attaches the node for double backward.
+    """
+
+    __slots__ = ("tensor", "version", "is_output", "output_nr")
+
+    def __init__(self, t: Any, is_output: bool = False, output_nr: int = 0) -> None:
+        self.tensor = t.detach() if is_output else t
+        self.version = t._storage._version
+        self.is_output = is_output
+        self.output_nr = output_nr
+
+    def unpack(self, node: Node) -> Any:
+        t = self.tensor
+        if t._storage._version != self.version:
+            kind = "its output" if self.is_output else "an input"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.type()} {list(t.shape)}] ({kind} saved by "
+                f"{node.name()}) is at version {t._storage._version}; expected version "
+                f"{self.version} instead. Hint: the forward op was {node.name()}; avoid "
+                f"modifying this tensor in place until backward has run.")
+        if self.is_output:
+            alias = t.detach()
+            alias._requires_grad = True
+            alias.grad_fn = node
+            alias._output_nr = self.output_nr
+            return alias
+        return t

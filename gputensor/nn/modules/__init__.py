@@ -1,0 +1,22 @@
+"""gputensor.nn.modules: Module and the layer classes, one family per file.
+
+Each file lists its classes in ``__all__``; adding a family is a new file plus one star-import
+line here (gputensor.nn re-exports everything listed).
+"""
+
+from .activation import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .batchnorm import *  # noqa: F403
+from .container import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .flatten import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .module import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .sparse import *  # noqa: F403
+
+__all__ = sorted(name for name in dir() if name[:1].isupper())

@@ -1,0 +1,21 @@
+"""gputensor.optim: PyTorch's optimizers and learning-rate schedulers.
+
+Adam, AdamW, SGD and Adagrad update contiguous float32/float64 parameters with one fused kernel
+per parameter (the backend's ``_fused_adam``/``_fused_sgd``/``_fused_adagrad``) by default; every
+optimizer also has an op-by-op path that follows PyTorch's single-tensor update rule.
+"""
+
+from . import lr_scheduler
+from .adadelta import Adadelta
+from .adagrad import Adagrad
+from .adam import Adam, AdamW
+from .adamax import Adamax
+from .lbfgs import LBFGS
+from .nadam import NAdam
+from .optimizer import Optimizer, required
+from .radam import RAdam
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
+           "RAdam", "RMSprop", "SGD", "lr_scheduler", "required"]
