@@ -1,13 +1,14 @@
-"""`python -m gputensor` / `gputensor`: a tour of the runtime as it stands.
+"""The `gputensor` command (also `python -m gputensor`).
 
-It prints the registries (dtypes, layouts, backends, storage types, copy table), the devices,
-and runs a few ops on the best available device, timing them. The training demo replaces this
-as the main job once nn/optim land.
+    gputensor demo [...]   the main job: train a small CNN on the bundled digits
+                           (the default when no command is given; see gputensor.demo)
+    gputensor tour         print the registries and devices and run a few ops
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 import gputensor as gt
@@ -54,11 +55,22 @@ def tour() -> None:
         print(f"add of 4M float32, {label}: {1e3 * (time.perf_counter() - t0):.2f} ms")
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="gputensor", description=__doc__.splitlines()[0])
-    parser.parse_args(argv)
-    tour()
+COMMANDS = ("demo", "tour")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
+    command = argv.pop(0) if argv and argv[0] in COMMANDS else "demo"
+    if command == "tour":
+        argparse.ArgumentParser(prog="gputensor tour").parse_args(argv)
+        tour()
+        return 0
+    from gputensor import demo
+    return demo.main(argv)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -74,7 +74,7 @@ def train_epoch(model: nn.Module, loader: DataLoader, optimizer: gt.optim.Optimi
         n = targets.shape[0]
         total += loss.item() * n
         count += n
-        bar.set_postfix(loss=f"{total / count:.4f}",
+        bar.set_postfix(refresh=False, loss=f"{total / count:.4f}",
                         samples_s=f"{count / (time.perf_counter() - start):,.0f}")
     return total / max(count, 1)
 

@@ -33,13 +33,28 @@ def test_import_compiles_no_kernel(tmp_path) -> None:
     assert result.stdout.strip() == "0"
 
 
-def test_main_job_runs(tmp_path) -> None:
-    result = subprocess.run([sys.executable, "-m", "gputensor"], cwd=tmp_path,
+def test_tour_runs(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "gputensor", "tour"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     for needle in ("backend CPU", "cuda available: False" if not gt.cuda.is_available()
                    else "cuda available: True", "x.type() = gputensor.FloatTensor"):
         assert needle in result.stdout
+
+
+def test_main_job_trains_and_checkpoints(tmp_path) -> None:
+    """The README's main job, as a user runs it (one epoch here to keep the suite short)."""
+    result = subprocess.run([sys.executable, "-m", "gputensor.demo", "--epochs", "1"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "test accuracy" in result.stdout and (tmp_path / "digits_cnn.pt").exists()
+    assert "epoch 1/1" in result.stderr  # the progress bar
+
+
+def test_cli_dispatches_commands(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "gputensor", "demo", "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "--resume" in result.stdout
 
 
 def test_new_factories_follow_self() -> None:

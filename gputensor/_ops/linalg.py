@@ -284,6 +284,63 @@ def _add_product(op_name: str, input: Tensor, a: Tensor, b: Tensor, shape: tuple
     return _gemm(res, shape, a, b, expand(input, shape), beta, alpha, bump=out is not None)
 
 
+# -- linear: the affine map of nn.Linear, one product and one graph node ---------------------------
+def _linear_cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
+    """2·K flops per output element, plus the bias add."""
+    moved = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, Tensor))
+    moved += output.numel() * output.element_size()
+    has_bias = len(inputs) > 2 and inputs[2] is not None
+    return moved, output.numel() * (2 * inputs[1]._shape[1] + has_bias)
+
+
+@op(method=False, cost=_linear_cost,
+    grad={"input": "g.matmul(cj(weight))",
+          "weight": "_ops.linalg._linear_weight_grad(g, input)",
+          "bias": "sum_to(g, bias_shape)"})
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias`` over the last dim of ``input`` (nn.Linear's map): the bias
+    add is fused into the product, and autograd records a single node."""
+    _tensor_arg(input, "input", "linear", 1)
+    _tensor_arg(weight, "weight", "linear", 2)
+    if input.dim() == 0:
+        raise RuntimeError("linear(): input must have at least 1 dimension, got a 0-d tensor")
+    if weight.dim() != 2:
+        raise RuntimeError(f"linear(): weight must be 2-D (out_features, in_features), got "
+                           f"shape {list(weight._shape)}")
+    out_f, k = weight._shape
+    if input._shape[-1] != k:
+        lead = math.prod(input._shape[:-1])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({lead}x"
+                           f"{input._shape[-1]} and {k}x{out_f})")
+    if input._dtype is not weight._dtype or (bias is not None and bias._dtype is not
+                                             weight._dtype):
+        names = [t._dtype.legacy_name for t in (input, weight, bias) if t is not None]
+        raise RuntimeError(f"linear(): expected input, weight and bias of one dtype, got "
+                           f"{', '.join(names)}")
+    _no_bool(input._dtype, "linear")
+    if bias is not None and bias._shape not in ((out_f,), (), (1,)):
+        raise RuntimeError(f"linear(): bias of shape {list(bias._shape)} does not match "
+                           f"out_features={out_f}")
+    dev = _device(input, weight, *(() if bias is None else (bias,)), op_name="linear")
+    lead = input._shape[:-1]
+    n = math.prod(lead)
+    out = empty((*lead, out_f), input._dtype, dev)
+    flat = input if input.dim() == 2 else reshape(input, (n, k))
+    w_t = weight._view((k, out_f), (weight._stride[1], weight._stride[0]), weight._offset)
+    target = out if out.dim() == 2 else out._view((n, out_f), (out_f, 1), 0)
+    kernel(out, "_gemm")(target, flat, w_t, bias, 0 if bias is None else 1, 1)
+    return out
+
+
+def _linear_weight_grad(g: Tensor, input: Tensor) -> Tensor:
+    """d(loss)/d(weight) of linear: g^T @ conj(input), with leading dims folded."""
+    if g.dim() == 1:
+        return g.unsqueeze(1).mm(cj(input).unsqueeze(0))
+    if g.dim() > 2:
+        g, input = g.reshape(-1, g.shape[-1]), input.reshape(-1, input.shape[-1])
+    return g.t().mm(cj(input))
+
+
 # -- batched products ----------------------------------------------------------------------------
 def _check_bmm(batch1: Tensor, batch2: Tensor, op_name: str, impl: str) -> None:
     for name, x in (("batch1", batch1), ("batch2", batch2)):

@@ -125,9 +125,10 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     if nd == 0:
         return input._view((), (), input._offset)
     d0, d1 = normalize_dim(dim0, nd), normalize_dim(dim1, nd)
-    perm = list(range(nd))
-    perm[d0], perm[d1] = perm[d1], perm[d0]
-    return permute(input, perm)
+    shape, stride = list(input._shape), list(input._stride)
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    stride[d0], stride[d1] = stride[d1], stride[d0]
+    return input._view(tuple(shape), tuple(stride), input._offset)
 
 
 @op(grad={"input": "g.t()"})
@@ -135,8 +136,10 @@ def t(input: Tensor) -> Tensor:
     if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                            f"{input.dim()}D")
-    return transpose(input, 0, 1) if input.dim() == 2 else input._view(
-        input._shape, input._stride, input._offset)
+    if input.dim() == 2:  # the hot case (weights in every linear backward): no dim parsing
+        (m, n), (sm, sn) = input._shape, input._stride
+        return input._view((n, m), (sn, sm), input._offset)
+    return input._view(input._shape, input._stride, input._offset)
 
 
 @op()

@@ -19,6 +19,7 @@ the thread count, so a row's result is the same serial or parallel.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -100,8 +101,19 @@ def _runs(axes: list[int], reduced: set[int]) -> list[tuple[bool, list[int]]]:
     return runs
 
 
+_PLAN_CACHE: dict[tuple, Plan] = {}
+
+
 def plan(a: np.ndarray, dims: tuple[int, ...]) -> Plan:
-    """Describe reducing ``a`` over ``dims`` as reducing the middle axis of a strided (O, K, I)."""
+    """Describe reducing ``a`` over ``dims`` as reducing the middle axis of a strided (O, K, I).
+
+    Plans that view ``a`` in place depend only on its geometry, so they are cached by it (the
+    small reductions of every backward pass would otherwise rebuild them each time)."""
+    dims = tuple(dims)
+    key = (a.shape, a.strides, a.itemsize, dims)
+    cached = _PLAN_CACHE.get(key)
+    if cached is not None:
+        return dataclasses.replace(cached, flat=_flat_view(a))
     reduced = set(dims)
     kept = [d for d in range(a.ndim) if d not in reduced]
     K = math.prod(a.shape[d] for d in dims)
@@ -111,6 +123,9 @@ def plan(a: np.ndarray, dims: tuple[int, ...]) -> Plan:
         axes = sorted((d for d in range(a.ndim) if a.shape[d] != 1), key=lambda d: -a.strides[d])
         p = _plan_strided(a, axes, reduced)
         if p is not None:
+            if len(_PLAN_CACHE) > 4096:
+                _PLAN_CACHE.clear()
+            _PLAN_CACHE[key] = p
             return p
     # Fallback: one copy with the kept dims first and the reduced dims last.
     c = np.ascontiguousarray(a.transpose(kept + sorted(reduced)))

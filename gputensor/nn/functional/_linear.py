@@ -11,20 +11,9 @@ __all__ = ["linear", "bilinear"]
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
-    """``input @ weight.T + bias`` over the last dim of ``input``."""
-    nd = input.dim()
-    w_t = weight.t()
-    if nd == 2:
-        return gt.mm(input, w_t) if bias is None else gt.addmm(bias, input, w_t)
-    if nd == 1:
-        return gt.mv(weight, input) if bias is None else gt.addmv(bias, weight, input)
-    if nd == 0:
-        raise RuntimeError("linear(): input must have at least 1 dimension, got a 0-d tensor")
-    # Fold the leading dims into one matrix: one gemm (with the bias add fused) for any batch.
-    lead = input.shape[:-1]
-    flat = input.reshape(math.prod(lead), input.shape[-1])
-    out = gt.mm(flat, w_t) if bias is None else gt.addmm(bias, flat, w_t)
-    return out.view(*lead, out.shape[-1])
+    """``input @ weight.T + bias`` over the last dim of ``input`` (the ``gt.linear`` op: one
+    gemm with the bias add fused, one autograd node)."""
+    return gt.linear(input, weight, bias)
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
