@@ -8,11 +8,10 @@ from typing import Any
 import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
-from gputensor.nn import init
 from gputensor.nn.functional._norm import batch_norm
-from gputensor.nn.parameter import Parameter
 
 from .module import Module
+from .normalization import add_affine_parameters, reset_affine_parameters
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
@@ -37,15 +36,7 @@ class _BatchNorm(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
-        if affine:
-            self.weight = Parameter(gt.empty(num_features, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(gt.empty(num_features, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine_parameters(self, (num_features,), affine, bias, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean",
                                  gt.zeros(num_features, device=device, dtype=dtype))
@@ -66,10 +57,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine_parameters(self)
 
     def _check_input_dim(self, input: Tensor) -> None:
         if input.dim() not in self._expected_dims:

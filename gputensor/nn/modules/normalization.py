@@ -16,6 +16,23 @@ from .module import Module
 __all__ = ["LayerNorm", "GroupNorm"]
 
 
+def add_affine_parameters(module: Module, shape: Any, affine: bool, bias: bool, device: Any,
+                          dtype: Any) -> None:
+    """The norm layers' learnable ``weight`` and ``bias`` of ``shape`` (or None entries)."""
+    module.register_parameter("weight", Parameter(gt.empty(shape, device=device, dtype=dtype))
+                              if affine else None)
+    module.register_parameter("bias", Parameter(gt.empty(shape, device=device, dtype=dtype))
+                              if affine and bias else None)
+
+
+def reset_affine_parameters(module: Module) -> None:
+    """weight to ones and bias to zeros, PyTorch's initialisation of every norm layer."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
 class LayerNorm(Module):
     """Normalise over the trailing ``normalized_shape`` dims; with ``elementwise_affine`` a
     learnable weight (ones) and, unless ``bias=False``, bias (zeros) of that shape."""
@@ -31,23 +48,12 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(gt.empty(self.normalized_shape, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(gt.empty(self.normalized_shape, device=device,
-                                               dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine_parameters(self, self.normalized_shape, elementwise_affine, bias, device,
+                              dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.elementwise_affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine_parameters(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -74,22 +80,11 @@ class GroupNorm(Module):
         self.num_channels = num_channels
         self.eps = eps
         self.affine = affine
-        if affine:
-            self.weight = Parameter(gt.empty(num_channels, device=device, dtype=dtype))
-            if bias:
-                self.bias = Parameter(gt.empty(num_channels, device=device, dtype=dtype))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        add_affine_parameters(self, (num_channels,), affine, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            if self.bias is not None:
-                init.zeros_(self.bias)
+        reset_affine_parameters(self)
 
     def forward(self, input: Tensor) -> Tensor:
         return group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
