@@ -93,16 +93,23 @@ def throughput_table(groups: dict[str, dict[str, dict]]) -> list[str]:
                for b in libs.values()):
             continue
         gt = libs.get("gputensor")
-        target = next((b["extra_info"]["target_vs_numpy"] for b in libs.values()
-                       if "target_vs_numpy" in b.get("extra_info", {})), None)
+        # A target is a minimum throughput ratio against NumPy or against PyTorch.
+        target, against = None, "numpy"
+        for key, lib in (("target_vs_numpy", "numpy"), ("target_vs_torch", "torch")):
+            found = next((b["extra_info"][key] for b in libs.values()
+                          if key in b.get("extra_info", {})), None)
+            if found is not None:
+                target, against = found, lib
         r_np = ratio(gt, libs.get("numpy"))
+        r_torch = ratio(gt, libs.get("torch"))
+        r_target = r_np if against == "numpy" else r_torch
         rows.append((name, *(fmt_time(median(libs.get(k))) if k in libs else "n/a"
                              for k in LIBS),
-                     fmt_ratio(r_np), fmt_ratio(ratio(gt, libs.get("torch"))),
+                     fmt_ratio(r_np), fmt_ratio(r_torch),
                      fmt_ratio(ratio(gt, libs.get("numpy"), "min")),
                      fmt_ratio(ratio(gt, libs.get("torch"), "min")),
-                     f">= {target:g}x" if target else "", verdict(r_np, target, True),
-                     throughput(gt) if gt else ""))
+                     f">= {target:.2g}x {against}" if target else "",
+                     verdict(r_target, target, True), throughput(gt) if gt else ""))
     widths = [max(len(str(r[i])) for r in (cols, *rows)) for i in range(len(cols))]
     out = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
            for row in (cols, *rows)]

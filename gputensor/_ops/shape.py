@@ -106,6 +106,9 @@ def _promote_all(tensors: list[Tensor]) -> D.dtype:
 # -- validation helpers ------------------------------------------------------------------------
 def _minmax(t: Tensor) -> tuple[Any, Any]:
     """(min, max) of a non-empty tensor as Python numbers."""
+    if t._storage.device.type == "cpu" and t.numel() <= 4096:
+        h = t._host  # small index tensors (a batch of rows): NumPy without the reduction plan
+        return h.min().item(), h.max().item()
     lo, hi = aminmax(t)
     return lo.item(), hi.item()
 
@@ -262,7 +265,16 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref._shape)} at entry 0 and {list(t._shape)} at entry {i}")
     d = normalize_dim(dim, ref.dim() + 1)
-    return cat([unsqueeze(t, d) for t in tensors], d, out=out)
+    return cat([_unsqueezed(t, d) for t in tensors], d, out=out)
+
+
+def _unsqueezed(t: Tensor, d: int) -> Tensor:
+    """``t`` with a new size-1 dim at ``d`` (a bare view: stack's own node covers the graph,
+    and collating a batch stacks many small tensors)."""
+    shape, stride = list(t._shape), list(t._stride)
+    stride.insert(d, shape[d] * stride[d] if d < len(shape) else 1)
+    shape.insert(d, 1)
+    return t._view(tuple(shape), tuple(stride), t._offset)
 
 
 def _atleast(t: Tensor, n: int) -> Tensor:

@@ -19,7 +19,7 @@ the thread count, so a row's result is the same serial or parallel.
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -113,7 +113,9 @@ def plan(a: np.ndarray, dims: tuple[int, ...]) -> Plan:
     key = (a.shape, a.strides, a.itemsize, dims)
     cached = _PLAN_CACHE.get(key)
     if cached is not None:
-        return dataclasses.replace(cached, flat=_flat_view(a))
+        p = copy.copy(cached)   # (dataclasses.replace is several times slower)
+        p.flat = _flat_view(a)
+        return p
     reduced = set(dims)
     kept = [d for d in range(a.ndim) if d not in reduced]
     K = math.prod(a.shape[d] for d in dims)

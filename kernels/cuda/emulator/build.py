@@ -1,0 +1,213 @@
+"""Compile a CUDA ``.cu`` source for the CPU emulator: g++ + the shim, cached on disk.
+
+The shared library holds the kernels, one generated ``extern "C"`` launcher per kernel
+(``gt_emu_launch__<name>``) and the fiber runtime (``runtime.cpp``, compiled once to an object
+file and cached too). Cache entries are keyed by a hash of everything that affects the binary:
+the shim and runtime sources, the kernel source, the flags and ``g++ --version``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHIM = HERE / "cuda_shim.h"
+RUNTIME = HERE / "runtime.cpp"
+STUB_INCLUDE = HERE / "include"
+KERNELS_DIR = HERE.parent  # kernels/cuda: common.cuh lives here
+
+CXX = os.environ.get("GPUTENSOR_CXX", "g++")
+CXXFLAGS = ("-O2", "-std=c++17", "-fPIC", "-fstack-clash-protection", "-fvisibility=hidden",
+            "-w")
+LDFLAGS = ("-shared", "-Wl,-Bsymbolic")  # -Bsymbolic: kernel asserts reach our __assert_fail
+
+
+class CompileError(RuntimeError):
+    """g++ rejected a kernel source (the message holds the compiler output)."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as written in the source."""
+
+    name: str
+    ctype: str  # the declared type, qualifiers normalised: "const float*", "int"
+    base: str  # pointee (for pointers) or the scalar type, without cv-qualifiers
+    pointer: bool
+    const: bool  # pointee is const (pointers only)
+
+
+# ---- source parsing ----------------------------------------------------------------------------
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_KERNEL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
+    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{"
+)
+_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|volatile)\b")
+
+
+def _parse_param(text: str, kernel: str) -> Param:
+    text = " ".join(_QUALIFIERS.sub(" ", text).replace("*", " * ").replace("&", " & ").split())
+    m = re.fullmatch(r"(.*?)\s*([A-Za-z_]\w*)", text)
+    if not m or not m.group(1):
+        raise CompileError(f"kernel '{kernel}': cannot parse parameter '{text}'")
+    ctype, name = m.group(1), m.group(2)
+    if "&" in ctype:
+        raise CompileError(f"kernel '{kernel}': reference parameter '{name}' is not allowed")
+    pointer = "*" in ctype
+    if ctype.count("*") > 1:
+        raise CompileError(f"kernel '{kernel}': parameter '{name}' is a pointer to pointer")
+    pointee = ctype.split("*")[0] if pointer else ctype
+    const = bool(re.search(r"\bconst\b", pointee))
+    base = " ".join(w for w in pointee.split() if w != "const")
+    return Param(name, ctype.replace(" *", "*"), base, pointer, const and pointer)
+
+
+def parse_kernels(source: str) -> dict[str, tuple[Param, ...]]:
+    """Non-template ``__global__`` kernels in ``source`` and their parameter lists."""
+    code = _COMMENTS.sub(" ", source)
+    kernels: dict[str, tuple[Param, ...]] = {}
+    for m in _KERNEL.finditer(code):
+        before = code[: m.start()].rstrip()
+        before = re.sub(r'extern\s+"C"\s*$', "", before).rstrip()
+        if before.endswith(">"):  # template<...> __global__: needs explicit instantiation
+            continue
+        name, plist = m.group(1), m.group(2).strip()
+        items = [] if plist in ("", "void") else plist.split(",")
+        kernels[name] = tuple(_parse_param(p, name) for p in items)
+    return kernels
+
+
+def _launchers(names: list[str]) -> str:
+    out = []
+    for name in names:
+        out.append(
+            f'extern "C" __attribute__((visibility("default"))) int gt_emu_launch__{name}('
+            "const unsigned* dims, size_t shared, int flags, size_t stack, void** args, "
+            "char* err, size_t errlen) {\n"
+            f"    struct Thunk {{ static void run(void* a) {{ "
+            f"gt_emu::invoke(&{name}, static_cast<void**>(a)); }} }};\n"
+            "    return gt_emu_launch(dims, shared, flags, stack, &Thunk::run, args, err, "
+            "errlen);\n"
+            "}\n"
+        )
+    decl = (
+        'extern "C" int gt_emu_launch(const unsigned*, size_t, int, size_t, void (*)(void*), '
+        "void*, char*, size_t);\n"
+    )
+    return decl + "".join(out)
+
+
+# ---- compiling and caching --------------------------------------------------------------------
+def cache_dir() -> Path:
+    root = os.environ.get("GPUTENSOR_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "gputensor"
+    path = base / "cuda_emulator"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@functools.cache
+def compiler_version() -> str:
+    try:
+        res = subprocess.run([CXX, "--version"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise CompileError(f"the CUDA emulator needs a C++ compiler ({CXX}): {exc}") from exc
+    return res.stdout
+
+
+def _digest(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        data = p.encode() if isinstance(p, str) else p
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()[:32]
+
+
+def _runtime_sources() -> list[bytes]:
+    files = [SHIM, RUNTIME, KERNELS_DIR / "common.cuh", *sorted(STUB_INCLUDE.glob("*.h"))]
+    return [f.read_bytes() for f in files]
+
+
+def _invoke_compiler(cmd: list[str]) -> None:
+    """Run g++; the one place the emulator spawns the compiler (tests patch it)."""
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise CompileError(f"g++ failed ({' '.join(cmd)}):\n{res.stderr.strip()}")
+
+
+def _atomic_build(target: Path, build) -> Path:
+    """Build into a temporary file next to ``target`` and move it into place atomically."""
+    if target.exists():
+        return target
+    fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=target.suffix)
+    os.close(fd)
+    try:
+        build(tmp)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return target
+
+
+def _common_flags(extra: tuple[str, ...]) -> list[str]:
+    return [*CXXFLAGS, *extra, "-include", str(SHIM), "-I", str(STUB_INCLUDE),
+            "-I", str(KERNELS_DIR), "-I", str(HERE)]
+
+
+def _runtime_object(extra: tuple[str, ...]) -> Path:
+    key = _digest(*_runtime_sources(), " ".join(extra), compiler_version())
+    target = cache_dir() / f"runtime-{key}.o"
+    return _atomic_build(
+        target,
+        lambda tmp: _invoke_compiler([CXX, *_common_flags(extra), "-c", str(RUNTIME), "-o", tmp]),
+    )
+
+
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Built:
+    """A compiled module on disk and its kernels' signatures."""
+
+    path: Path
+    name: str
+    kernels: dict[str, tuple[Param, ...]]
+
+
+def build_source(source: str, name: str, extra_flags: tuple[str, ...] = ()) -> Built:
+    """Compile ``source`` (or reuse the cached library) and return where it lives."""
+    if not re.fullmatch(r"[A-Za-z_][\w.-]*", name):
+        raise ValueError(f"module name {name!r} must be a plain file-name-like identifier")
+    kernels = parse_kernels(source)
+    if not kernels:
+        raise CompileError(f"module '{name}': no non-template __global__ kernel found")
+    key = _digest(*_runtime_sources(), source, name, " ".join(extra_flags), compiler_version())
+    target = cache_dir() / f"{name}-{key}.so"
+
+    def build(tmp: str) -> None:
+        runtime = _runtime_object(extra_flags)
+        src = Path(tmp).with_suffix(".cpp")
+        src.write_text(f'#line 1 "{name}.cu"\n{source}\n#line 1 "<launchers>"\n'
+                       + _launchers(list(kernels)))
+        try:
+            _invoke_compiler([CXX, *_common_flags(extra_flags), *LDFLAGS, str(src),
+                              str(runtime), "-o", tmp])
+        finally:
+            src.unlink()
+
+    with _lock:
+        _atomic_build(target, build)
+    return Built(target, name, kernels)
+

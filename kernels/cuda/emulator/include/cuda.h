@@ -1,0 +1,2 @@
+// Emulator stand-in: everything lives in cuda_shim.h (force-included).
+#pragma once

@@ -1,0 +1,1 @@
+"""Tests for the CUDA backend and its CPU emulator."""
