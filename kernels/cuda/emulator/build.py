@@ -134,7 +134,9 @@ def _digest(*parts: str | bytes) -> str:
 
 
 def _runtime_sources() -> list[bytes]:
-    files = [SHIM, RUNTIME, KERNELS_DIR / "common.cuh", *sorted(STUB_INCLUDE.glob("*.h"))]
+    # Every shared kernel header (common.cuh, scalar_fns.cuh, ...) keys the cache: an edit to
+    # one must never reuse a library built against the old text.
+    files = [SHIM, RUNTIME, *sorted(KERNELS_DIR.glob("*.cuh")), *sorted(STUB_INCLUDE.glob("*.h"))]
     return [f.read_bytes() for f in files]
 
 

@@ -1,0 +1,219 @@
+"""The device runtime on a real NVIDIA GPU through CuPy (imported lazily).
+
+Every CuPy call here follows CuPy's reference documentation (docs.cupy.dev):
+  cupy.cuda.MemoryPool (malloc, free_all_blocks, used_bytes, total_bytes) and the
+    "Memory Management" user guide (pools cache freed blocks; get_default_memory_pool);
+  cupy.cuda.PinnedMemoryPool (malloc); cupy.cuda.memory.OutOfMemoryError (raised by the pool);
+  cupy.cuda.MemoryPointer (copy_from_host / _async, copy_to_host / _async,
+    copy_from_device / _async taking a ctypes.c_void_p host pointer, offsets via ``+``;
+    async host copies need pinned memory, see alloc_host);
+  cupy.RawModule(code=, options=, name_expressions=) and RawModule.get_function;
+  cupy.RawKernel.__call__(grid, block, args, shared_mem=) (args: cupy.ndarray or NumPy
+    scalars), launched on a stream by entering it (cupy.cuda.Stream.__enter__);
+  cupy.cuda.Stream(non_blocking=) / synchronize; cupy.cuda.Event / record / synchronize;
+    cupy.cuda.get_elapsed_time;
+  cupy.cuda.runtime.getDeviceCount, deviceSynchronize, getDeviceProperties (a dict with
+    "name" (bytes), "totalGlobalMem", "multiProcessorCount", "major", "minor");
+  cupy.ndarray(shape, dtype, memptr=, strides=) and cupy.matmul for gemm.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .runtime import (
+    AllocationTable,
+    DeviceProperties,
+    DevicePtr,
+    OutOfMemoryError,
+    apply_op,
+    check_trans,
+    gemm_extent,
+    gemm_op_shape,
+)
+
+
+def _import_cupy() -> Any:
+    return importlib.import_module("cupy")
+
+
+def is_usable() -> tuple[bool, str]:
+    """(True, "") when CuPy imports and sees a CUDA device; else (False, why not)."""
+    try:
+        cp = _import_cupy()
+    except ImportError as exc:
+        return False, f"CuPy is not installed ({exc})"
+    try:
+        count = cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # CUDARuntimeError: no driver, or the driver is too old
+        return False, f"CUDA driver unavailable: {exc}"
+    if count < 1:
+        return False, "no CUDA device found"
+    return True, ""
+
+
+def _host_ptr(arr: np.ndarray) -> ctypes.c_void_p:
+    return ctypes.c_void_p(arr.ctypes.data)
+
+
+class CupyRuntime:
+    """The device runtime on CuPy (see runtime.py for the interface); device 0."""
+
+    def __init__(self) -> None:
+        self.cp = _import_cupy()
+        self.pool = self.cp.cuda.MemoryPool()
+        self.pinned_pool = self.cp.cuda.PinnedMemoryPool()
+        self._table = AllocationTable()  # address -> cupy MemoryPointer (keeps the block alive)
+        self._peak = 0
+
+    # -- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
+        if nbytes == 0:
+            return DevicePtr(0)
+        oom = self.cp.cuda.memory.OutOfMemoryError
+        try:
+            mem = self.pool.malloc(nbytes)
+        except oom:
+            self.pool.free_all_blocks()  # release cached blocks, then retry once
+            try:
+                mem = self.pool.malloc(nbytes)
+            except oom:
+                raise OutOfMemoryError(
+                    f"CUDA out of memory: tried to allocate {nbytes} bytes; "
+                    f"{self.pool.used_bytes()} bytes in use, {self.pool.total_bytes()} "
+                    f"reserved") from None
+        self._table.add(mem.ptr, nbytes, mem)
+        self._peak = max(self._peak, self.pool.used_bytes())
+        return DevicePtr(mem.ptr)
+
+    def free(self, ptr: int) -> None:
+        if int(ptr):
+            self._table.pop(ptr)  # dropping the MemoryPointer returns the block to the pool
+
+    def alloc_host(self, nbytes: int) -> np.ndarray:
+        """Pinned host memory (what async copies need: pageable memory makes them sync)."""
+        if nbytes == 0:
+            return np.empty(0, np.uint8)
+        mem = self.pinned_pool.malloc(nbytes)
+        return np.frombuffer(mem, np.uint8, nbytes)  # the array keeps ``mem`` alive
+
+    def _mem(self, ptr: int, nbytes: int) -> Any:
+        base, mem, off = self._table.lookup(ptr, nbytes)
+        return mem + off if off else mem
+
+    # -- copies ------------------------------------------------------------------------------
+    def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
+        host = np.ascontiguousarray(host)
+        mem = self._mem(dst, host.nbytes)
+        if stream is None:
+            mem.copy_from_host(_host_ptr(host), host.nbytes)
+        else:
+            mem.copy_from_host_async(_host_ptr(host), host.nbytes, stream)
+
+    def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
+        mem = self._mem(src, host_out.nbytes)
+        if stream is None:
+            mem.copy_to_host(_host_ptr(host_out), host_out.nbytes)
+        else:
+            mem.copy_to_host_async(_host_ptr(host_out), host_out.nbytes, stream)
+
+    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
+        d, s = self._mem(dst, nbytes), self._mem(src, nbytes)
+        if stream is None:
+            d.copy_from_device(s, nbytes)
+        else:
+            d.copy_from_device_async(s, nbytes, stream)
+
+    # -- kernels -----------------------------------------------------------------------------
+    def compile(self, source: str, name: str, options: Sequence[str] = (),
+                name_expressions: Sequence[str] = ()) -> Any:
+        return self.cp.RawModule(code=source, options=tuple(options),
+                                 name_expressions=list(name_expressions) or None)
+
+    def get_kernel(self, module: Any, name: str) -> Any:
+        return module.get_function(name)
+
+    def launch(self, kernel: Any, grid: int | Sequence[int], block: int | Sequence[int],
+               shared_bytes: int, args: Sequence[Any], stream: Any = None) -> None:
+        # A pointer parameter is 8 bytes: passing the address as a NumPy uint64 scalar fills it.
+        cargs = tuple(np.uint64(int(a)) if isinstance(a, DevicePtr) else
+                      (np.uint64(0) if a is None else a) for a in args)
+        grid = (grid,) if isinstance(grid, int) else tuple(grid)
+        block = (block,) if isinstance(block, int) else tuple(block)
+        if stream is None:  # the current stream
+            kernel(grid, block, cargs, shared_mem=shared_bytes)
+        else:
+            with stream:
+                kernel(grid, block, cargs, shared_mem=shared_bytes)
+
+    # -- streams and events ------------------------------------------------------------------
+    def create_stream(self) -> Any:
+        return self.cp.cuda.Stream(non_blocking=True)
+
+    def create_event(self) -> Any:
+        return self.cp.cuda.Event()
+
+    def elapsed_time(self, start: Any, end: Any) -> float:
+        return float(self.cp.cuda.get_elapsed_time(start, end))
+
+    def synchronize(self) -> None:
+        self.cp.cuda.runtime.deviceSynchronize()
+
+    # -- statistics --------------------------------------------------------------------------
+    def memory_allocated(self) -> int:
+        return int(self.pool.used_bytes())
+
+    def memory_reserved(self) -> int:
+        return int(self.pool.total_bytes())
+
+    def max_memory_allocated(self) -> int:
+        return self._peak
+
+    def reset_peak_memory_stats(self) -> None:
+        self._peak = self.memory_allocated()
+
+    def empty_cache(self) -> None:
+        self.pool.free_all_blocks()
+
+    # -- device ------------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return int(self.cp.cuda.runtime.getDeviceCount())
+
+    def properties(self, index: int = 0) -> DeviceProperties:
+        p = self.cp.cuda.runtime.getDeviceProperties(index)
+        name = p["name"]
+        return DeviceProperties(name.decode() if isinstance(name, bytes) else str(name),
+                                int(p["totalGlobalMem"]), int(p["multiProcessorCount"]),
+                                int(p["major"]), int(p["minor"]))
+
+    # -- BLAS --------------------------------------------------------------------------------
+    def gemm(self, transa: str, transb: str, m: int, n: int, k: int, alpha: Any, a: int,
+             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any) -> None:
+        dt = np.dtype(dtype)
+        check_trans(transa), check_trans(transb)
+        if m == 0 or n == 0:
+            return
+        ra, ca = gemm_op_shape(transa, m, k)
+        rb, cb = gemm_op_shape(transb, k, n)
+        av = self._matrix(a, ra, ca, lda, dt)
+        bv = self._matrix(b, rb, cb, ldb, dt)
+        cv = self._matrix(c, m, n, ldc, dt)
+        prod = self.cp.matmul(apply_op(av, transa), apply_op(bv, transb))  # cuBLAS underneath
+        if alpha != 1:
+            prod *= dt.type(alpha)
+        if beta != 0:
+            prod += dt.type(beta) * cv
+        cv[...] = prod
+
+    def _matrix(self, ptr: int, rows: int, cols: int, ld: int, dt: np.dtype) -> Any:
+        """A column-major cupy.ndarray view of device memory (no copy)."""
+        if ld < max(1, rows):
+            raise ValueError(f"gemm: leading dimension {ld} is smaller than {rows} rows")
+        mem = self._mem(ptr, gemm_extent(rows, cols, ld) * dt.itemsize)
+        return self.cp.ndarray((rows, cols), dt, memptr=mem,
+                               strides=(dt.itemsize, ld * dt.itemsize))

@@ -1,0 +1,458 @@
+"""CUDA C elementwise kernels rendered from each op's one expression.
+
+An op's expression (Python syntax over ``a, b, c``, its params and the vocabulary of
+``scalar_fns``) is rendered with ``ast`` to a CUDA C expression over the device functions of
+``scalar_fns.cuh``. One ``__global__`` kernel is generated per :class:`KernelSpec`: the op, the
+output's and each array operand's dtype, the compute dtype, and which inputs are arrays and which
+are scalars (passed as kernel parameters in the compute type). Every kernel is a grid-stride loop
+over the flat output index with two modes chosen at launch: contiguous operands (``meta`` null)
+index flat; otherwise ``meta`` holds the shape and each operand's element offset and strides
+(0 where it broadcasts), up to ``MAX_DIMS`` dims after merging.
+
+float16/bfloat16 compute in float (like the CPU backend); float literals take the compute type
+(double for integer compute, where Numba would also compute in float64). Integer operands are
+widened to 64 bits (unsigned for uint8), as Numba types integer arithmetic, so overflowing
+intermediates that reach a comparison or a float agree with the CPU; stores truncate. Complex
+dtypes are not covered. Nothing here is registered with a backend: ``run_elementwise`` compiles
+(cached) and launches through the CPU emulator on host arrays.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor.kernels.registry import OpDef
+
+MAX_DIMS = 8
+INPUT_NAMES = ("a", "b", "c")
+BLOCK = 128
+MAX_GRID = 64  # grid-stride: a bounded grid covers any size (the emulator runs threads serially)
+EMULATOR_FLAGS = ("-fwrapv",)  # signed overflow wraps, as on the GPU and in Numba
+
+CTYPES: dict[D.dtype, str] = {
+    D.bool: "bool", D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short",
+    D.int32: "int", D.int64: "long long", D.float16: "__half", D.bfloat16: "__nv_bfloat16",
+    D.float32: "float", D.float64: "double",
+}
+_SHORT = {D.bool: "b", D.uint8: "u8", D.int8: "i8", D.int16: "i16", D.int32: "i32",
+          D.int64: "i64", D.float16: "f16", D.bfloat16: "bf16", D.float32: "f32",
+          D.float64: "f64"}
+_HALF = (D.float16, D.bfloat16)
+
+# Vocabulary names (kernels/cpu/scalar_fns.py) and their device functions in scalar_fns.cuh.
+VOCABULARY = frozenset({
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint",
+    "erf", "isnan", "isinf", "isfinite", "bitnot", "sign", "ipow", "fmod", "mod", "floordiv",
+    "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
+    "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
+    "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp",
+})
+_BUILTINS = {"abs": "gt::pyabs", "min": "gt::pymin", "max": "gt::pymax"}
+_NUMPY = {"conj": "gt::conj", "conjugate": "gt::conj", "signbit": "gt::signbit",
+          "exp": "gt::exp", "log": "gt::log", "sqrt": "gt::sqrt", "abs": "gt::pyabs",
+          "absolute": "gt::pyabs", "isnan": "gt::isnan", "isinf": "gt::isinf",
+          "isfinite": "gt::isfinite", "floor": "gt::floor", "ceil": "gt::ceil",
+          "trunc": "gt::trunc", "rint": "gt::rint", "fmod": "gt::fmod",
+          "maximum": "gt::maximum", "minimum": "gt::minimum", "tanh": "gt::tanh",
+          "sign": "gt::sign"}
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.BitAnd: "&", ast.BitOr: "|",
+           ast.BitXor: "^"}
+_BINFNS = {ast.Div: "gt::truediv", ast.FloorDiv: "gt::floordiv", ast.Mod: "gt::pymod",
+           ast.LShift: "gt::lshift", ast.RShift: "gt::rshift"}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">",
+           ast.GtE: ">="}
+
+
+class RenderError(ValueError):
+    """An op's expression uses syntax or names the CUDA renderer does not support."""
+
+
+# ---- expression rendering -------------------------------------------------------------------
+def render_expr(expr: str, params: Sequence[str], arity: int = 3, op_name: str = "?") -> str:
+    """The CUDA C expression for a Python-syntax op expression.
+
+    Inputs keep their names (``a``, ``b``, ``c``), params become ``p_<name>`` and vocabulary
+    names ``gt::<name>``; float literals are cast to ``gt_float_t`` (the compute type, or
+    double for integer compute), which the kernel typedefs.
+    """
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise RenderError(f"op '{op_name}': cannot parse expression {expr!r}: {exc}") from exc
+    return _Renderer(frozenset(INPUT_NAMES[:arity]), frozenset(params), op_name, expr)(tree.body)
+
+
+@dataclass(frozen=True)
+class _Renderer:
+    inputs: frozenset[str]
+    params: frozenset[str]
+    op_name: str
+    expr: str
+
+    def fail(self, node: ast.AST, why: str) -> RenderError:
+        return RenderError(f"op '{self.op_name}': {why} in {self.expr!r} "
+                           f"(at {ast.unparse(node)!r})")
+
+    def __call__(self, node: ast.AST) -> str:
+        r = self
+        if isinstance(node, ast.Name):
+            if node.id in r.inputs:
+                return node.id
+            if node.id in r.params:
+                return f"p_{node.id}"
+            raise r.fail(node, f"unknown name '{node.id}'")
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, bool):
+                return "true" if v else "false"
+            if isinstance(v, int):
+                if not -(2 ** 63) <= v < 2 ** 63:
+                    raise r.fail(node, "integer literal out of the int64 range")
+                return f"{v}LL" if not -(2 ** 31) <= v < 2 ** 31 else str(v)
+            if isinstance(v, float):
+                if not math.isfinite(v):
+                    raise r.fail(node, "non-finite float literal")
+                return f"((gt_float_t){v!r})"
+            raise r.fail(node, f"unsupported constant {v!r}")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow):
+                raise r.fail(node, "'**' is not allowed (use ipow)")
+            left, right = r(node.left), r(node.right)
+            sym = _BINOPS.get(type(node.op))
+            if sym is not None:
+                return f"({left} {sym} {right})"
+            fn = _BINFNS.get(type(node.op))
+            if fn is not None:
+                return f"{fn}({left}, {right})"
+            raise r.fail(node, f"unsupported operator {type(node.op).__name__}")
+        if isinstance(node, ast.UnaryOp):
+            operand = r(node.operand)
+            if isinstance(node.op, ast.USub):
+                return f"(-{operand})"
+            if isinstance(node.op, ast.UAdd):
+                return f"(+{operand})"
+            if isinstance(node.op, ast.Not):
+                return f"(!{operand})"
+            if isinstance(node.op, ast.Invert):
+                return f"(~{operand})"
+        if isinstance(node, ast.BoolOp):
+            sym = " && " if isinstance(node.op, ast.And) else " || "
+            return "(" + sym.join(r(v) for v in node.values) + ")"
+        if isinstance(node, ast.Compare):
+            parts = []
+            left = node.left
+            for cmp, right in zip(node.ops, node.comparators, strict=True):
+                sym = _CMPOPS.get(type(cmp))
+                if sym is None:
+                    raise r.fail(node, f"unsupported comparison {type(cmp).__name__}")
+                parts.append(f"({r(left)} {sym} {r(right)})")
+                left = right
+            return parts[0] if len(parts) == 1 else "(" + " && ".join(parts) + ")"
+        if isinstance(node, ast.IfExp):
+            return f"({r(node.test)} ? {r(node.body)} : {r(node.orelse)})"
+        if isinstance(node, ast.Call):
+            if node.keywords:
+                raise r.fail(node, "keyword arguments are not supported")
+            fn = r.function(node.func)
+            return f"{fn}({', '.join(r(a) for a in node.args)})"
+        raise r.fail(node, f"unsupported syntax {type(node).__name__}")
+
+    def function(self, node: ast.AST) -> str:
+        if isinstance(node, ast.Name):
+            if node.id in VOCABULARY:
+                return f"gt::{node.id}"
+            if node.id in _BUILTINS:
+                return _BUILTINS[node.id]
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id in ("np", "numpy") and node.attr in _NUMPY:
+            return _NUMPY[node.attr]
+        raise self.fail(node, "unknown function")
+
+
+# ---- kernel specs and sources -----------------------------------------------------------------
+@dataclass(frozen=True)
+class KernelSpec:
+    """What one generated kernel is specialised on."""
+
+    op_name: str
+    expr: str
+    params: tuple[str, ...]
+    out: D.dtype
+    compute: D.dtype
+    inputs: tuple[D.dtype | None, ...]  # an array operand's dtype, or None for a scalar
+
+    @property
+    def kernel_name(self) -> str:
+        tag = "_".join(_SHORT[d] if d is not None else "s" for d in self.inputs)
+        digest = hashlib.sha1(repr((self.expr, self.params)).encode()).hexdigest()[:8]
+        base = "".join(ch if ch.isalnum() else "_" for ch in self.op_name).strip("_")
+        return f"ew_{base}_{_SHORT[self.out]}_{_SHORT[self.compute]}_{tag}_{digest}"
+
+
+def compute_ctype(compute: D.dtype) -> str:
+    """The C type a kernel computes in (and takes scalars and params in)."""
+    return "float" if compute in _HALF else CTYPES[compute]
+
+
+def _check_dtype(d: D.dtype, what: str, op_name: str) -> None:
+    if d not in CTYPES:
+        raise TypeError(f"CUDA elementwise kernel for '{op_name}': {what} dtype {d} is not "
+                        f"supported (complex dtypes are not covered)")
+
+
+def kernel_source(spec: KernelSpec) -> str:
+    """The ``__global__`` kernel for ``spec`` (needs ``common.cuh`` and ``scalar_fns.cuh``)."""
+    _check_dtype(spec.out, "output", spec.op_name)
+    _check_dtype(spec.compute, "compute", spec.op_name)
+    for d in spec.inputs:
+        if d is not None:
+            _check_dtype(d, "input", spec.op_name)
+    body = render_expr(spec.expr, spec.params, len(spec.inputs), spec.op_name)
+    ct = compute_ctype(spec.compute)
+    ft = ct if spec.compute.is_floating_point else "double"
+    # Numba computes integer arithmetic in 64 bits (uint64 for unsigned types): widen the same
+    # way, so intermediates that reach a float or a comparison agree; stores truncate.
+    wide = {D.bool: "bool", D.uint8: "unsigned long long"}.get(
+        spec.compute, ct if spec.compute.is_floating_point else "long long")
+    args = [f"{CTYPES[spec.out]}* __restrict__ out"]
+    for name, d in zip(INPUT_NAMES, spec.inputs, strict=False):
+        args.append(f"const {CTYPES[d]}* __restrict__ {name.upper()}" if d is not None
+                    else f"{ct} {name}_in")
+    args += [f"{ct} p_{p}" for p in spec.params]
+    args += ["long long n", "const long long* __restrict__ meta"]
+    arrays = [(n, d) for n, d in zip(INPUT_NAMES, spec.inputs, strict=False) if d is not None]
+    flat_loads = "".join(f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[i]);\n"
+                         for n, _ in arrays)
+    nops = 1 + len(arrays)
+    offs = ", ".join(f"o{k} = meta[1 + nd + {k} * (nd + 1)]" for k in range(nops))
+    steps = "".join(f"                o{k} += idx * meta[2 + nd + {k} * (nd + 1) + d];\n"
+                    for k in range(nops))
+    strided_loads = "".join(
+        f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[o{k + 1}]);\n"
+        for k, (n, _) in enumerate(arrays))
+    scalar_decls = "".join(f"    const scalar_t {n} = {n}_in;\n"
+                           for n, d in zip(INPUT_NAMES, spec.inputs, strict=False) if d is None)
+    out_t = CTYPES[spec.out]
+    return (
+        f"// {spec.op_name}: {spec.expr}\n"
+        f'extern "C" __global__ void {spec.kernel_name}({", ".join(args)}) {{\n'
+        f"    typedef {wide} scalar_t;\n"
+        f"{scalar_decls}"
+        f"    typedef {ft} gt_float_t;\n"
+        f"    if (meta == nullptr) {{\n"
+        f"        for (GT_GRID_STRIDE(i, n)) {{\n"
+        f"{flat_loads}"
+        f"            out[i] = gt::store<{out_t}>({body});\n"
+        f"        }}\n"
+        f"    }} else {{\n"
+        f"        const int nd = (int)meta[0];\n"
+        f"        for (GT_GRID_STRIDE(i, n)) {{\n"
+        f"            long long rem = i, {offs};\n"
+        f"            for (int d = nd - 1; d >= 0; --d) {{\n"
+        f"                const long long size = meta[1 + d];\n"
+        f"                const long long idx = rem % size;\n"
+        f"                rem /= size;\n"
+        f"{steps}"
+        f"            }}\n"
+        f"{strided_loads}"
+        f"            out[o0] = gt::store<{out_t}>({body});\n"
+        f"        }}\n"
+        f"    }}\n"
+        f"}}\n"
+    )
+
+
+@functools.cache
+def _header_hash() -> str:
+    return hashlib.sha1((Path(__file__).parent / "scalar_fns.cuh").read_bytes()).hexdigest()[:16]
+
+
+def module_source(specs: Iterable[KernelSpec]) -> str:
+    """One translation unit holding the kernels of ``specs`` (deduplicated, in order)."""
+    seen: dict[str, KernelSpec] = {}
+    for s in specs:
+        seen.setdefault(s.kernel_name, s)
+    # The header's hash keys the emulator's disk cache, which hashes only the source text.
+    parts = ['#include "common.cuh"\n#include "scalar_fns.cuh"\n'
+             f"// scalar_fns.cuh {_header_hash()}\n"]
+    parts += [kernel_source(s) for s in seen.values()]
+    return "\n".join(parts)
+
+
+# ---- compiling (through the emulator) --------------------------------------------------------
+_compiled: dict[KernelSpec, Any] = {}  # spec -> emulated module holding its kernel
+_compile_lock = threading.Lock()
+
+
+def compile_kernels(specs: Iterable[KernelSpec], name: str = "elementwise",
+                    extra_flags: Sequence[str] = EMULATOR_FLAGS) -> None:
+    """Compile every spec not yet compiled into ONE emulated module (g++ runs once, and its
+    result is disk-cached): batch the kernels a workload needs to avoid a compile per kernel.
+    ``extra_flags`` go to g++ (e.g. add "-O0" to trade kernel speed for compile time)."""
+    from .emulator import compile_source
+
+    with _compile_lock:
+        todo = list(dict.fromkeys(s for s in specs if s not in _compiled))
+        if not todo:
+            return
+        mod = compile_source(module_source(todo), name, tuple(extra_flags))
+        for s in todo:
+            _compiled[s] = mod
+
+
+def _module_for(spec: KernelSpec) -> Any:
+    mod = _compiled.get(spec)
+    if mod is None:
+        compile_kernels([spec], f"ew_{spec.op_name.strip('_')}")
+        mod = _compiled[spec]
+    return mod
+
+
+# ---- launching on host arrays ---------------------------------------------------------------
+_NP_TO_DT = {d.np_dtype: d for d in CTYPES}
+
+
+def dtype_of(a: np.ndarray) -> D.dtype:
+    d = _NP_TO_DT.get(a.dtype)
+    if d is None:
+        raise TypeError(f"CUDA elementwise kernels take arrays of {sorted(map(str, CTYPES))}, "
+                        f"got {a.dtype}")
+    return d
+
+
+def _effective_expr(op: OpDef, compute: D.dtype) -> str:
+    # Like the frontend: floor/ceil/trunc of an integer is the integer itself.
+    if op.extra.get("int_identity") and compute.category <= D.INTEGRAL:
+        return "a"
+    return op.expr
+
+
+def spec_for(op: OpDef, out: np.ndarray, inputs: Sequence[Any], compute: D.dtype) -> KernelSpec:
+    """The kernel ``run_elementwise`` launches for these operands."""
+    if not op.expr:
+        raise ValueError(f"op '{op.name}' has no elementwise expression")
+    if len(inputs) != op.arity:
+        raise TypeError(f"{op.name}: expected {op.arity} inputs, got {len(inputs)}")
+    n = out.size
+    ins = tuple(None if not isinstance(x, np.ndarray) or (x.size == 1 and n != 1)
+                else dtype_of(x) for x in inputs)
+    return KernelSpec(op.name, _effective_expr(op, compute), tuple(op.params), dtype_of(out),
+                      compute, ins)
+
+
+def _scalar_param(value: Any, compute: D.dtype) -> Any:
+    """A scalar in the compute type, as a Python number the emulator's launcher accepts
+    (out-of-range ints wrap like PyTorch's casts; float16/bfloat16 compute in float)."""
+    if isinstance(value, np.ndarray):
+        value = value.reshape(-1)[0]
+    cdt = np.dtype(np.float32) if compute in _HALF else compute.np_dtype
+    if isinstance(value, (complex, np.complexfloating)):
+        raise TypeError(f"complex scalar {value!r}: complex dtypes are not covered")
+    with np.errstate(over="ignore", invalid="ignore"):
+        v = np.array(value).astype(cdt)[()]
+    if cdt.kind == "b":
+        return int(bool(v))
+    return int(v) if cdt.kind in "iu" else float(v)
+
+
+def _element_view(a: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
+    """A flat C-contiguous view spanning ``a``'s memory from its lowest element, then the
+    element offset of a[0, ...] and its strides broadcast to ``shape`` (0 where it repeats)."""
+    item = a.itemsize
+    if any(s % item for s in a.strides):
+        raise ValueError(f"strides {a.strides} of an operand are not multiples of its "
+                         f"itemsize {item}")
+    lead = len(shape) - a.ndim
+    strides = [0] * lead + [0 if (n == 1 and shape[lead + k] != 1) else s // item
+                            for k, (n, s) in enumerate(zip(a.shape, a.strides, strict=True))]
+    # Flipping the negative-stride dims puts the lowest-addressed element at [0, ...].
+    low = a[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in a.strides)]
+    extent = sum((n - 1) * s for n, s in zip(low.shape, low.strides, strict=True)) // item + 1
+    base = np.lib.stride_tricks.as_strided(low, (extent,), (item,))
+    offset = (a.__array_interface__["data"][0] - low.__array_interface__["data"][0]) // item
+    return base, [offset, *strides]
+
+
+def _merge(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge adjacent dims contiguous with each other in every operand."""
+    keep = [d for d, n in enumerate(shape) if n != 1]
+    mshape: list[int] = []
+    mstrides: list[list[int]] = [[] for _ in strides]
+    for d in keep:
+        if mshape and all(st[d] * shape[d] == ms[-1] for st, ms in zip(strides, mstrides,
+                                                                        strict=True)):
+            mshape[-1] *= shape[d]
+            for st, ms in zip(strides, mstrides, strict=True):
+                ms[-1] = st[d]
+        else:
+            mshape.append(shape[d])
+            for st, ms in zip(strides, mstrides, strict=True):
+                ms.append(st[d])
+    return mshape, mstrides
+
+
+def _broadcasts(src: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    return len(src) <= len(shape) and all(
+        n in (1, m) for n, m in zip(src[::-1], shape[::-1], strict=False))
+
+
+def launch_config(n: int) -> tuple[int, int]:
+    """(grid, block) for ``n`` elements: a grid-stride loop with a bounded grid."""
+    return max(1, min(MAX_GRID, -(-n // BLOCK))), BLOCK
+
+
+def run_elementwise(op: OpDef, out: np.ndarray, inputs: Sequence[Any], params: Sequence[Any],
+                    compute: D.dtype) -> None:
+    """Compute ``op`` into ``out`` through the emulated CUDA kernel for these operands.
+
+    ``inputs`` are NumPy arrays (any strides, broadcastable to ``out``; size-1 arrays and Python
+    numbers are passed as scalars) and ``params`` the op's resolved params, as the CPU
+    backend's kernels receive them; ``compute`` is the compute dtype from the op's dtype rule.
+    """
+    if len(params) != len(op.params):
+        raise TypeError(f"{op.name}: expected params {op.params}, got {tuple(params)}")
+    if not out.flags.writeable:
+        raise ValueError(f"{op.name}: the output array is read-only")
+    shape = out.shape
+    for x in inputs:
+        if isinstance(x, np.ndarray) and not _broadcasts(x.shape, shape):
+            raise ValueError(f"{op.name}: operand of shape {x.shape} does not broadcast to the "
+                             f"output shape {shape}")
+    spec = spec_for(op, out, inputs, compute)
+    n = out.size
+    if n == 0:
+        return
+    arrays = [out] + [x for x, d in zip(inputs, spec.inputs, strict=True) if d is not None]
+    meta = None
+    if not all(a.flags.c_contiguous and a.shape == shape for a in arrays):
+        views = [_element_view(a, shape) for a in arrays]
+        mshape, mstrides = _merge(shape, [st[1:] for _, st in views])
+        if len(mshape) > MAX_DIMS:
+            raise ValueError(f"{op.name}: {len(mshape)} dims after merging; CUDA elementwise "
+                             f"kernels take at most {MAX_DIMS}")
+        meta_list = [len(mshape), *mshape]
+        for (_, st), ms in zip(views, mstrides, strict=True):
+            meta_list += [st[0], *ms]
+        meta = np.array(meta_list, dtype=np.int64)
+        arrays = [base for base, _ in views]
+    else:
+        arrays = [a.reshape(-1) for a in arrays]
+    it = iter(arrays[1:])
+    args: list[Any] = [arrays[0]]
+    args += [next(it) if d is not None else _scalar_param(x, compute)
+             for x, d in zip(inputs, spec.inputs, strict=True)]
+    args += [_scalar_param(p, compute) for p in params]
+    grid, block = launch_config(n)
+    _module_for(spec).launch(spec.kernel_name, grid, block, [*args, n, meta])

@@ -1,0 +1,270 @@
+"""The device runtime on the CPU: host memory behind device addresses, kernels via the emulator.
+
+Device memory is NumPy buffers handed out at synthetic, 256-byte-aligned addresses with a guard
+gap between blocks, so an out-of-bounds or stale pointer is an error instead of silent
+corruption. A caching allocator rounds requests up to size classes (512-byte units, like CuPy's
+pool) and keeps freed blocks for reuse, so memory_allocated / memory_reserved / empty_cache
+behave like CuPy's MemoryPool. Work on streams runs at once, in issue order (a valid schedule for
+a stream); events stamp a monotonic clock, so elapsed_time measures the host time in between.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .emulator import Module, compile_source
+from .emulator.launch import _POINTEES
+from .runtime import (
+    NULL,
+    AllocationTable,
+    DeviceProperties,
+    DevicePtr,
+    OutOfMemoryError,
+    apply_op,
+    column_major,
+    gemm_extent,
+    gemm_op_shape,
+)
+
+UNIT = 512                    # size-class granularity (CuPy rounds to 512 bytes too)
+_BASE_ADDRESS = 0x7E00_0000_0000
+_GUARD = 4096                 # address gap between blocks: overruns never land in a neighbour
+DEFAULT_LIMIT = 8 * 1024**3   # the emulated device's memory
+DEVICE_NAME = "gputensor CUDA emulator (CPU)"
+
+
+def size_class(nbytes: int) -> int:
+    return max(UNIT, -(-nbytes // UNIT) * UNIT)
+
+
+@dataclass
+class _Block:
+    address: int
+    size: int           # size class: what the block reserves
+    nbytes: int         # what was asked for: the bounds of a live allocation
+    buf: np.ndarray     # uint8, length ``size``
+
+
+class EmulatorStream:
+    """A stream whose work runs when issued (so it is always complete)."""
+
+    def __init__(self, runtime: EmulatorRuntime) -> None:
+        self.runtime = runtime
+
+    def synchronize(self) -> None:
+        """All work already ran; nothing to wait for."""
+
+    def query(self) -> bool:
+        return True
+
+
+class EmulatorEvent:
+    def __init__(self) -> None:
+        self.time_ns: int | None = None
+
+    def record(self, stream: EmulatorStream | None = None) -> None:
+        self.time_ns = time.perf_counter_ns()
+
+    def synchronize(self) -> None:
+        if self.time_ns is None:
+            raise RuntimeError("event.synchronize(): the event was never recorded")
+
+    def query(self) -> bool:
+        return self.time_ns is not None
+
+
+@dataclass(frozen=True)
+class EmulatorKernel:
+    module: Module
+    name: str
+
+
+class EmulatorRuntime:
+    """One emulated CUDA device (see runtime.py for the interface)."""
+
+    def __init__(self, memory_limit: int = DEFAULT_LIMIT) -> None:
+        self.memory_limit = int(memory_limit)
+        self._table = AllocationTable()          # live blocks by address
+        self._cache: dict[int, list[_Block]] = {}  # size class -> free blocks
+        self._next_address = _BASE_ADDRESS
+        self._allocated = 0   # size-class bytes of live blocks
+        self._reserved = 0    # live + cached
+        self._peak = 0
+        self._lock = threading.Lock()
+
+    # -- memory ------------------------------------------------------------------------------
+    def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
+        nbytes = int(nbytes)
+        if nbytes < 0:
+            raise ValueError(f"cannot allocate a negative number of bytes ({nbytes})")
+        if nbytes == 0:
+            return NULL
+        with self._lock:
+            size = size_class(nbytes)
+            cached = self._cache.get(size)
+            if cached:
+                block = cached.pop()
+                block.nbytes = nbytes
+            else:
+                block = self._new_block(size, nbytes)
+            self._table.add(block.address, nbytes, block)
+            self._allocated += size
+            self._peak = max(self._peak, self._allocated)
+            return DevicePtr(block.address)
+
+    def _new_block(self, size: int, nbytes: int) -> _Block:
+        if self._reserved + size > self.memory_limit:
+            self._release_cache()  # like CuPy's pool: free cached blocks, then retry once
+            if self._reserved + size > self.memory_limit:
+                raise OutOfMemoryError(
+                    f"CUDA out of memory (emulator): tried to allocate {nbytes} bytes "
+                    f"({size} with rounding); {self._allocated} bytes in use, "
+                    f"{self._reserved} reserved, device limit {self.memory_limit} bytes")
+        address = self._next_address
+        self._next_address += -(-(size + _GUARD) // 256) * 256
+        self._reserved += size
+        return _Block(address, size, nbytes, np.empty(size, np.uint8))
+
+    def free(self, ptr: int) -> None:
+        if int(ptr) == 0:
+            return
+        with self._lock:
+            _, block = self._table.pop(ptr)
+            self._allocated -= block.size
+            self._cache.setdefault(block.size, []).append(block)
+
+    def alloc_host(self, nbytes: int) -> np.ndarray:
+        """Page-locked host memory on a GPU; ordinary host memory here."""
+        return np.empty(int(nbytes), np.uint8)
+
+    def view(self, ptr: int, nbytes: int) -> np.ndarray:
+        """The writable uint8 bytes behind ``[ptr, ptr + nbytes)`` (bounds-checked)."""
+        if nbytes == 0:
+            return np.empty(0, np.uint8)
+        _, block, off = self._table.lookup(ptr, nbytes)
+        return block.buf[off:off + nbytes]
+
+    def _release_cache(self) -> None:
+        for blocks in self._cache.values():
+            self._reserved -= sum(b.size for b in blocks)
+        self._cache.clear()
+
+    # -- copies (streams run work at once, so async copies complete before returning) --------
+    def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
+        raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        self.view(dst, raw.nbytes)[...] = raw
+
+    def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
+        out = host_out.reshape(-1).view(np.uint8)  # must be a contiguous, writable array
+        out[...] = self.view(src, out.nbytes)
+
+    def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
+        self.view(dst, nbytes)[...] = self.view(src, nbytes)  # NumPy handles overlap
+
+    # -- kernels -----------------------------------------------------------------------------
+    def compile(self, source: str, name: str, options: Sequence[str] = (),
+                name_expressions: Sequence[str] = ()) -> Module:
+        """Build a module. ``options`` are NVRTC flags: the emulator keeps ``-D``/``-I`` ones;
+        ``name_expressions`` (template instantiations) are not launchable in the emulator."""
+        flags = [o for o in options if o.startswith(("-D", "-I"))]
+        return compile_source(source, name, flags)
+
+    def get_kernel(self, module: Module, name: str) -> EmulatorKernel:
+        if name not in module.kernels:
+            raise KeyError(f"module '{module.name}' has no kernel '{name}' "
+                           f"(kernels: {', '.join(module.kernels)})")
+        return EmulatorKernel(module, name)
+
+    def launch(self, kernel: EmulatorKernel, grid: int | Sequence[int],
+               block: int | Sequence[int], shared_bytes: int, args: Sequence[Any],
+               stream: Any = None) -> None:
+        params = kernel.module.kernels[kernel.name]
+        if len(args) != len(params):
+            raise TypeError(f"kernel '{kernel.name}' takes {len(params)} arguments, "
+                            f"got {len(args)}")
+        host_args = [self._pointer_arg(kernel.name, p, a) if p.pointer else a
+                     for p, a in zip(params, args, strict=True)]
+        kernel.module.launch(kernel.name, grid, block, host_args, shared_bytes)
+
+    def _pointer_arg(self, kernel: str, param: Any, value: Any) -> np.ndarray | None:
+        """A device pointer as the NumPy array the emulator wants: the rest of its block."""
+        if value is None or (isinstance(value, int) and int(value) == 0):
+            return None
+        if not isinstance(value, DevicePtr):
+            raise TypeError(f"kernel '{kernel}', parameter '{param.name}' ({param.ctype}): "
+                            f"expected a DevicePtr, got {type(value).__name__}")
+        base, block, off = self._table.lookup(value, 0)
+        dtype = _POINTEES.get(param.base, np.dtype(np.uint8))
+        rest = block.nbytes - off
+        return block.buf[off:off + rest - rest % dtype.itemsize].view(dtype)
+
+    # -- streams and events ------------------------------------------------------------------
+    def create_stream(self) -> EmulatorStream:
+        return EmulatorStream(self)
+
+    def create_event(self) -> EmulatorEvent:
+        return EmulatorEvent()
+
+    def elapsed_time(self, start: EmulatorEvent, end: EmulatorEvent) -> float:
+        if start.time_ns is None or end.time_ns is None:
+            raise RuntimeError("elapsed_time: both events must be recorded first")
+        return (end.time_ns - start.time_ns) / 1e6
+
+    def synchronize(self) -> None:
+        """Every stream's work already ran."""
+
+    # -- statistics --------------------------------------------------------------------------
+    def memory_allocated(self) -> int:
+        return self._allocated
+
+    def memory_reserved(self) -> int:
+        return self._reserved
+
+    def max_memory_allocated(self) -> int:
+        return self._peak
+
+    def reset_peak_memory_stats(self) -> None:
+        self._peak = self._allocated
+
+    def empty_cache(self) -> None:
+        with self._lock:
+            self._release_cache()
+
+    # -- device ------------------------------------------------------------------------------
+    def device_count(self) -> int:
+        return 1
+
+    def properties(self, index: int = 0) -> DeviceProperties:
+        if index != 0:
+            raise ValueError(f"invalid CUDA device index {index}: the emulator has 1 device")
+        return DeviceProperties(DEVICE_NAME, self.memory_limit, os.cpu_count() or 1, 8, 0)
+
+    # -- BLAS --------------------------------------------------------------------------------
+    def gemm(self, transa: str, transb: str, m: int, n: int, k: int, alpha: Any, a: int,
+             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any) -> None:
+        dt = np.dtype(dtype)
+        ra, ca = gemm_op_shape(transa, m, k)
+        rb, cb = gemm_op_shape(transb, k, n)
+        cv = column_major(self._typed(c, gemm_extent(m, n, ldc), dt), m, n, ldc, "C")
+        if m == 0 or n == 0:
+            return
+        av = column_major(self._typed(a, gemm_extent(ra, ca, lda), dt), ra, ca, lda, "A")
+        bv = column_major(self._typed(b, gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            prod = np.matmul(apply_op(av, transa), apply_op(bv, transb))
+            prod = prod * dt.type(alpha) if alpha != 1 else prod
+            if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
+                prod = prod + dt.type(beta) * cv
+            cv[...] = prod
+
+    def _typed(self, ptr: int, count: int, dt: np.dtype) -> np.ndarray:
+        return self.view(ptr, count * dt.itemsize).view(dt)

@@ -1,0 +1,247 @@
+"""Compile CUDA sources with NVRTC, without a GPU: the compile check for gputensor's kernels.
+
+NVRTC (``libnvrtc.so.12``) and the CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``...) come
+from the PyPI wheels ``nvidia-cuda-nvrtc-cu12`` and ``nvidia-cuda-runtime-cu12`` (the
+``nvrtc`` extra); neither needs a driver or a device. The library is loaded with ctypes; every
+prototype below follows ``nvrtc.h`` as shipped in the wheel.
+
+    ptx = compile_ptx(source, "vector_add.cu", arch="sm_90")
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import importlib.util
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNELS_DIR = Path(__file__).resolve().parent  # kernels/cuda: common.cuh lives here
+_LIB_NAME = "libnvrtc.so.12"
+BASE_OPTIONS = ("-std=c++17",)
+
+_c_char_pp = ctypes.POINTER(ctypes.c_char_p)
+
+
+class NvrtcError(RuntimeError):
+    """NVRTC rejected a program (the message names the source and holds the compile log)."""
+
+    def __init__(self, message: str, *, name: str = "", log: str = "", code: int = 0) -> None:
+        super().__init__(message)
+        self.name = name
+        self.log = log
+        self.code = code
+
+
+class NvrtcUnavailable(RuntimeError):
+    """The NVRTC wheel is not installed (or its library does not load)."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """One successful compilation."""
+
+    name: str
+    arch: str
+    ptx: str
+    cubin: bytes  # empty for a virtual architecture (compute_XX)
+    log: str  # warnings, if any
+    lowered_names: dict[str, str] = field(default_factory=dict)  # name expression -> symbol
+
+
+# ---- locating the wheels -------------------------------------------------------------------
+def _nvidia_dirs(component: str) -> list[Path]:
+    """``<site-packages>/nvidia/<component>`` for every ``nvidia`` namespace path entry."""
+    try:
+        spec = importlib.util.find_spec("nvidia")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(p) / component for p in spec.submodule_search_locations
+            if (Path(p) / component).is_dir()]
+
+
+def _find_library() -> Path:
+    for d in _nvidia_dirs("cuda_nvrtc"):
+        lib = d / "lib" / _LIB_NAME
+        if lib.is_file():
+            return lib
+    raise NvrtcUnavailable(
+        f"{_LIB_NAME} not found: install the NVRTC wheel with "
+        "`pip install 'gputensor[nvrtc]'` (nvidia-cuda-nvrtc-cu12)")
+
+
+def cuda_include_dirs() -> list[Path]:
+    """The CUDA header folders shipped by the wheels (cuda_fp16.h, cuda_bf16.h, ...)."""
+    return [d / "include" for d in _nvidia_dirs("cuda_runtime")
+            if (d / "include" / "cuda_fp16.h").is_file()]
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
+    res, prog, sz = ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t
+    protos = {
+        # name: (restype, argtypes), as in nvrtc.h (nvrtcResult is a C enum -> int)
+        "nvrtcGetErrorString": (ctypes.c_char_p, [res]),
+        "nvrtcVersion": (res, [ctypes.POINTER(ctypes.c_int)] * 2),
+        "nvrtcGetNumSupportedArchs": (res, [ctypes.POINTER(ctypes.c_int)]),
+        "nvrtcGetSupportedArchs": (res, [ctypes.POINTER(ctypes.c_int)]),
+        "nvrtcCreateProgram": (res, [ctypes.POINTER(prog), ctypes.c_char_p, ctypes.c_char_p,
+                                     ctypes.c_int, _c_char_pp, _c_char_pp]),
+        "nvrtcDestroyProgram": (res, [ctypes.POINTER(prog)]),
+        "nvrtcCompileProgram": (res, [prog, ctypes.c_int, _c_char_pp]),
+        "nvrtcGetPTXSize": (res, [prog, ctypes.POINTER(sz)]),
+        "nvrtcGetPTX": (res, [prog, ctypes.c_char_p]),
+        "nvrtcGetCUBINSize": (res, [prog, ctypes.POINTER(sz)]),
+        "nvrtcGetCUBIN": (res, [prog, ctypes.c_char_p]),
+        "nvrtcGetProgramLogSize": (res, [prog, ctypes.POINTER(sz)]),
+        "nvrtcGetProgramLog": (res, [prog, ctypes.c_char_p]),
+        "nvrtcAddNameExpression": (res, [prog, ctypes.c_char_p]),
+        "nvrtcGetLoweredName": (res, [prog, ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p)]),
+    }
+    for fname, (restype, argtypes) in protos.items():
+        fn = getattr(lib, fname)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+@functools.lru_cache(maxsize=1)
+def _load() -> ctypes.CDLL:
+    path = _find_library()
+    try:
+        # libnvrtc dlopens libnvrtc-builtins from its own folder (RUNPATH $ORIGIN).
+        return _declare(ctypes.CDLL(str(path)))
+    except OSError as e:
+        raise NvrtcUnavailable(f"cannot load {path}: {e}") from e
+
+
+def availability() -> tuple[bool, str]:
+    """(True, "") when NVRTC and the CUDA headers can be used, else (False, why not)."""
+    try:
+        _load()
+    except NvrtcUnavailable as e:
+        return False, str(e)
+    if not cuda_include_dirs():
+        return False, ("CUDA headers (cuda_fp16.h) not found: install "
+                       "nvidia-cuda-runtime-cu12 (`pip install 'gputensor[nvrtc]'`)")
+    return True, ""
+
+
+def is_available() -> bool:
+    """Whether :func:`compile_ptx` can run here (see :func:`availability` for the reason)."""
+    return availability()[0]
+
+
+def _check(lib: ctypes.CDLL, code: int, what: str, name: str) -> None:
+    if code != 0:
+        msg = lib.nvrtcGetErrorString(code).decode()
+        raise NvrtcError(f"{what} failed for {name!r}: {msg}", name=name, code=code)
+
+
+def version() -> tuple[int, int]:
+    """NVRTC's (major, minor) version, e.g. (12, 9)."""
+    lib = _load()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    _check(lib, lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)), "nvrtcVersion", "")
+    return major.value, minor.value
+
+
+def supported_archs() -> list[int]:
+    """The SM versions this NVRTC can target, ascending (e.g. [50, 52, ..., 90, 100, 120])."""
+    return list(_supported_archs())
+
+
+@functools.lru_cache(maxsize=1)
+def _supported_archs() -> tuple[int, ...]:  # asked on every compile: query the library once
+    lib = _load()
+    n = ctypes.c_int()
+    _check(lib, lib.nvrtcGetNumSupportedArchs(ctypes.byref(n)), "nvrtcGetNumSupportedArchs", "")
+    archs = (ctypes.c_int * n.value)()
+    _check(lib, lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs", "")
+    return tuple(archs)
+
+
+def _arch_option(arch: str) -> str:
+    m = re.fullmatch(r"(?:sm|compute)_(\d+)[af]?", arch)  # sm_90, compute_90, sm_90a, sm_100f
+    if not m:
+        raise ValueError(f"arch must look like 'sm_90' or 'compute_90' (got {arch!r})")
+    if int(m.group(1)) not in _supported_archs():
+        raise ValueError(f"arch {arch!r} is not supported by NVRTC {version()}: "
+                         f"supported SM versions are {supported_archs()}")
+    return f"--gpu-architecture={arch}"
+
+
+def _get(lib: ctypes.CDLL, prog: ctypes.c_void_p, size_fn: str, get_fn: str, name: str) -> bytes:
+    n = ctypes.c_size_t()
+    _check(lib, getattr(lib, size_fn)(prog, ctypes.byref(n)), size_fn, name)
+    buf = ctypes.create_string_buffer(n.value)
+    if n.value:
+        _check(lib, getattr(lib, get_fn)(prog, buf), get_fn, name)
+    return buf.raw
+
+
+def _c_strings(items: Sequence[str]) -> ctypes.Array:
+    return (ctypes.c_char_p * len(items))(*(s.encode() for s in items))
+
+
+def compile_program(source: str, name: str, arch: str = "sm_90", *,
+                    include_dirs: Iterable[str | Path] = (), options: Iterable[str] = (),
+                    name_expressions: Iterable[str] = ()) -> Program:
+    """Compile ``source`` (named ``name`` in diagnostics) for ``arch``.
+
+    Include paths: ``include_dirs``, then ``kernels/cuda`` (common.cuh) and the wheel's CUDA
+    headers. ``name_expressions`` (e.g. ``"&add"``, ``"&scale<float>"``) are resolved to their
+    mangled symbols in :attr:`Program.lowered_names`. An ``sm_XX`` arch also yields a CUBIN
+    (ptxas runs, so resource errors surface too); ``compute_XX`` yields PTX only.
+    Raises :class:`NvrtcError` with the compile log when NVRTC rejects the source.
+    """
+    lib = _load()
+    incs = [*map(Path, include_dirs), KERNELS_DIR, *cuda_include_dirs()]
+    opts = [_arch_option(arch), *BASE_OPTIONS, *(f"--include-path={d}" for d in incs),
+            *options]
+    exprs = list(name_expressions)
+    prog = ctypes.c_void_p()
+    _check(lib, lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), name.encode(),
+                                       0, None, None), "nvrtcCreateProgram", name)
+    try:
+        for e in exprs:
+            _check(lib, lib.nvrtcAddNameExpression(prog, e.encode()), "nvrtcAddNameExpression",
+                   name)
+        code = lib.nvrtcCompileProgram(prog, len(opts), _c_strings(opts))
+        log = _get(lib, prog, "nvrtcGetProgramLogSize", "nvrtcGetProgramLog", name)
+        log = log.rstrip(b"\0").decode(errors="replace")
+        if code != 0:
+            what = lib.nvrtcGetErrorString(code).decode()
+            raise NvrtcError(f"NVRTC could not compile {name!r} for {arch} ({what}):\n{log}",
+                             name=name, log=log, code=code)
+        ptx = _get(lib, prog, "nvrtcGetPTXSize", "nvrtcGetPTX", name).rstrip(b"\0").decode()
+        cubin = (_get(lib, prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN", name)
+                 if arch.startswith("sm_") else b"")
+        lowered = {}
+        for e in exprs:
+            out = ctypes.c_char_p()
+            _check(lib, lib.nvrtcGetLoweredName(prog, e.encode(), ctypes.byref(out)),
+                   f"nvrtcGetLoweredName({e})", name)
+            lowered[e] = out.value.decode()
+        return Program(name=name, arch=arch, ptx=ptx, cubin=cubin, log=log,
+                       lowered_names=lowered)
+    finally:
+        lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def compile_ptx(source: str, name: str, arch: str = "sm_90", *,
+                include_dirs: Iterable[str | Path] = (), options: Iterable[str] = ()) -> str:
+    """The PTX of ``source`` compiled for ``arch`` (see :func:`compile_program`)."""
+    return compile_program(source, name, arch, include_dirs=include_dirs, options=options).ptx
+
+
+def compile_file(path: str | Path, arch: str = "sm_90", *,
+                 include_dirs: Iterable[str | Path] = (), options: Iterable[str] = (),
+                 name_expressions: Iterable[str] = ()) -> Program:
+    """Compile a ``.cu`` file; its own folder is searched first for ``#include "..."``."""
+    path = Path(path)
+    return compile_program(path.read_text(), str(path), arch,
+                           include_dirs=[path.parent, *include_dirs], options=options,
+                           name_expressions=name_expressions)

@@ -1,0 +1,110 @@
+"""storage/allocator.py's DeviceDriver on top of a device runtime (emulator or CuPy).
+
+A storage's buffer is a ``DeviceBuffer``: a device pointer plus its size, freed back to the
+runtime's caching allocator when the last storage holding it goes away. Registering an instance
+(``register_driver(RuntimeStorageDriver(runtime))`` then ``copy_table.rebuild(...)``) makes
+"cuda" storages and the host<->device movers of the copy table work through it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from gputensor.storage.allocator import CPUDriver
+
+from .runtime import DevicePtr
+
+_HOST = CPUDriver()
+
+
+class DeviceBuffer:
+    """``nbytes`` of device memory at ``ptr``; frees itself when garbage collected."""
+
+    __slots__ = ("ptr", "size", "runtime", "_finalizer", "__weakref__")
+
+    def __init__(self, runtime: Any, nbytes: int) -> None:
+        self.runtime = runtime
+        self.size = int(nbytes)
+        self.ptr: DevicePtr = runtime.alloc(self.size)
+        self._finalizer = weakref.finalize(self, runtime.free, self.ptr)
+        self._finalizer.atexit = False  # at exit the pool goes away whole; no per-block frees
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer({self.ptr!r}, {self.size} bytes)"
+
+
+class RuntimeStorageDriver:
+    """The memory driver for ``device_type`` backed by one device runtime (device index 0)."""
+
+    def __init__(self, runtime: Any, device_type: str = "cuda") -> None:
+        self.runtime = runtime
+        self.device_type = device_type
+
+    def _check_index(self, device_index: int | None) -> None:
+        count = self.runtime.device_count()
+        if device_index is not None and not 0 <= device_index < count:
+            raise RuntimeError(f"invalid device {self.device_type}:{device_index}: "
+                               f"{count} device(s) available")
+
+    def _check_range(self, buf: DeviceBuffer, offset: int, nbytes: int, what: str) -> None:
+        if offset < 0 or nbytes < 0 or offset + nbytes > buf.size:
+            raise RuntimeError(f"{what} of {nbytes} bytes at offset {offset} is outside the "
+                               f"{buf.size}-byte {self.device_type} buffer")
+
+    # -- DeviceDriver protocol ---------------------------------------------------------------
+    def alloc(self, nbytes: int, device_index: int | None = None) -> DeviceBuffer:
+        self._check_index(device_index)
+        return DeviceBuffer(self.runtime, nbytes)
+
+    def nbytes(self, buf: DeviceBuffer) -> int:
+        return buf.size
+
+    def data_ptr(self, buf: DeviceBuffer) -> int:
+        return int(buf.ptr)
+
+    def to_host(self, buf: DeviceBuffer, byte_offset: int, nbytes: int) -> np.ndarray:
+        self._check_range(buf, byte_offset, nbytes, "read")
+        out = np.empty(nbytes, np.uint8)
+        if nbytes:
+            self.runtime.memcpy_dtoh(out, buf.ptr + byte_offset)
+        return out
+
+    def from_host(self, buf: DeviceBuffer, byte_offset: int, data: np.ndarray) -> None:
+        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        self._check_range(buf, byte_offset, raw.nbytes, "write")
+        if raw.nbytes:
+            self.runtime.memcpy_htod(buf.ptr + byte_offset, raw)
+
+    def copy(self, dst: DeviceBuffer, dst_offset: int, src: DeviceBuffer, src_offset: int,
+             nbytes: int) -> None:
+        self._check_range(src, src_offset, nbytes, "copy source")
+        self._check_range(dst, dst_offset, nbytes, "copy destination")
+        if nbytes:
+            self.runtime.memcpy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, nbytes)
+
+    def cast(self, dst: DeviceBuffer, dst_offset: int, dst_dtype: np.dtype, src: DeviceBuffer,
+             src_offset: int, src_dtype: np.dtype, count: int) -> None:
+        if count == 0:
+            return
+        if dst_dtype == src_dtype:
+            self.copy(dst, dst_offset, src, src_offset, count * src_dtype.itemsize)
+            return
+        # Staged through the host with the CPU driver's casting rules until a cast kernel
+        # exists; the result is identical to a CPU cast by construction.
+        host_src = self.to_host(src, src_offset, count * src_dtype.itemsize)
+        host_dst = np.empty(count * dst_dtype.itemsize, np.uint8)
+        _HOST.cast(host_dst, 0, dst_dtype, host_src, 0, src_dtype, count)
+        self.from_host(dst, dst_offset, host_dst)
+
+    # -- what gputensor.cuda asks of the "cuda" driver ---------------------------------------
+    def device_count(self) -> int:
+        return self.runtime.device_count()
+
+    def synchronize(self) -> None:
+        self.runtime.synchronize()
+
+    def device_name(self, index: int = 0) -> str:
+        return self.runtime.properties(index).name

@@ -1,0 +1,294 @@
+"""CUDA elementwise kernels rendered from the op registry, run through the CPU emulator and
+compared with the CPU backend (the same op on CPU tensors).
+
+Every op with an expression is run over every dtype its rule accepts (complex excepted), with
+edge values, in three layouts: contiguous, strided/broadcast (non-contiguous output too) and a
+Python-scalar operand. All kernels are compiled as ONE emulated module per session.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gputensor as gt
+from gputensor import _dtype as D
+from gputensor._ops._core import result_type
+from gputensor._ops.elementwise import _rule_dtypes
+from gputensor.kernels.cuda import elementwise as E
+from gputensor.kernels.registry import OPS
+
+DTYPES = (D.bool, D.uint8, D.int8, D.int32, D.int64, D.float16, D.bfloat16, D.float32,
+          D.float64)
+MIXED_OPS = ("add", "mul", "true_divide", "maximum", "eq", "atan2", "_where", "_lerp")
+SCALAR_DTYPES = (D.int64, D.float32)  # dtypes whose binary ops also run with a scalar b
+N = 48
+
+# Params for ops that declare no defaults (private ops whose callers pass them).
+PARAMS: dict[str, dict] = {
+    "_isclose": {"rtol": 1e-5, "atol": 1e-8, "equal_nan": True},
+    "_leaky_relu_backward": {"negative_slope": 0.1},
+    "_hardtanh_backward": {"min_val": -1.0, "max_val": 1.0},
+    "_gelu_backward": {"approximate": 1},
+    "_softplus_backward": {"beta": 1.5, "threshold": 20.0},
+    "_elu_backward": {"alpha": 1.0, "scale": 1.05, "input_scale": 1.0},
+    "_masked_scale": {"scale": 2.5},
+    "_smooth_l1": {"beta": 1.0},
+    "_smooth_l1_backward": {"beta": 1.0},
+    "_huber": {"delta": 1.5},
+    "_huber_backward": {"delta": 1.5},
+    "round": {"decimals": 1},
+    "nan_to_num": {"nan": 1.5, "posinf": None, "neginf": -7.0},
+    "add": {"alpha": 2},
+    "sub": {"alpha": 3},
+}
+
+# Float results may differ by a few ulp where the kernel computes in float what Numba computes
+# in double (float literals are float64 in Numba) or where libm routines differ; every other op
+# must match bit for bit (NaNs compared as NaN, signed zeros compared).
+ULP_OPS: dict[str, int] = {
+    "sigmoid": 2, "silu": 2, "gelu": 4, "_sigmoid_backward": 2, "_tanh_backward": 2,
+    "_gelu_backward": 4, "_silu_backward": 4, "_softplus_backward": 2,
+    "_binary_cross_entropy_backward": 2, "_bce_with_logits_backward": 4,
+    "_bce_with_logits": 16, "_bce_with_logits_pos_weight": 32, "_binary_cross_entropy": 4,
+    # a + c * (b - a) / b - (b - a) * (1 - c): Numba computes 1 - c in float64, and the
+    # cancellation near 1e30 magnifies that difference.
+    "_lerp": 16,
+}
+# ... and, for those ops, cancellation between terms of order 1 computed in float (the kernel)
+# or float64 (Numba): sigmoid(b) - c, 1 + erf(-4.9) in gelu(-7), the two logs of BCE. Such
+# results are also accepted within REL_ATOL * max(1, |want|).
+REL_ATOL = 1e-5
+
+# Private float-valued ops (loss and activation backward pieces) that nobody calls with integer
+# tensors: with integer compute they convert float intermediates (NaN, +-inf, out of range) to
+# integers, undefined in C and LLVM alike (and Numba's integer overflow follows LLVM's nsw
+# folding), so only their float dtypes are compared.
+FLOAT_VALUED = {
+    "_gelu_backward", "_silu_backward", "_softplus_backward", "_elu_backward",
+    "_abs_error", "_abs_error_backward", "_smooth_l1", "_smooth_l1_backward", "_huber",
+    "_huber_backward", "_binary_cross_entropy", "_binary_cross_entropy_backward",
+    "_bce_with_logits", "_bce_with_logits_backward", "_bce_with_logits_pos_weight",
+}
+
+_rng = np.random.default_rng(1234)
+
+
+def _ops() -> list:
+    return [op for op in OPS.values() if op.expr]
+
+
+def _values(dt: D.dtype, n: int, role: str, op_name: str, compute: D.dtype) -> np.ndarray:
+    """Random values with edge cases for one operand (role: 'a', 'b' or 'c')."""
+    npd = dt.np_dtype
+    if dt is D.bool:
+        return _rng.random(n) < 0.5
+    if dt.category <= D.INTEGRAL:
+        info = np.iinfo(npd)
+        if op_name in ("bitwise_left_shift", "bitwise_right_shift") and role == "b":
+            return _rng.integers(max(info.min, -3), min(info.max, 70), n).astype(npd)
+        if op_name == "pow":
+            lo, hi = (-3, 40) if role == "b" else (-4, 5)
+            return _rng.integers(max(info.min, lo), hi, n).astype(npd)
+        v = _rng.integers(max(info.min, -100), min(info.max, 100), n).astype(npd)
+        edges = np.array([0, 1, info.max, info.min, info.max - 1, 7], dtype=npd)
+        if info.min < 0:
+            edges = np.concatenate([edges, np.array([-1, info.min + 1, -7], dtype=npd)])
+        v[:len(edges)] = _rng.permutation(edges)
+        if role == "b" and OPS[op_name].extra.get("int_div") and compute.category <= D.INTEGRAL:
+            v[v == 0] = 3  # integer division by zero raises in the frontend
+        return v
+    v = _rng.standard_normal(n) * 3
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.5, np.inf, -np.inf, np.nan, 1e-3,
+                      100.0, -100.0, 1e30, -1e-30, 3.0])
+    v[:len(edges)] = _rng.permutation(edges)
+    if op_name in ("round", "floor", "ceil", "trunc", "frac"):
+        v[len(edges):len(edges) + 8] = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.25, 0.35, -0.45])
+    with np.errstate(over="ignore"):
+        return v.astype(npd)
+
+
+def _resolve(op, params: dict, compute: D.dtype) -> tuple:
+    """The params tuple the frontend hands the kernel (defaults, param_map, resolve_params)."""
+    defaults = op.extra.get("defaults", {})
+    values = tuple(params.get(k, defaults.get(k)) for k in op.params)
+    pm = op.extra.get("param_map") or {}
+    values = tuple(pm[k][v] if k in pm and v in pm[k] else v
+                   for k, v in zip(op.params, values, strict=True))
+    rp = op.extra.get("resolve_params")
+    return rp(values, compute) if rp is not None else values
+
+
+def _cases(op) -> list[tuple]:
+    """(label, out dtype, compute, inputs, out array maker, params dict) for every case."""
+    cases = []
+    params = PARAMS.get(op.name, {})
+    for dt in DTYPES:
+        try:
+            compute, out_dt = _rule_dtypes(op, dt)
+        except RuntimeError:
+            continue
+        if op.name in FLOAT_VALUED and not compute.is_floating_point:
+            continue
+        try:
+            _resolve(op, params, compute)
+        except RuntimeError:  # the frontend rejects these params for this dtype
+            continue
+        flat = [_values(dt, N, r, op.name, compute) for r in "abc"[:op.arity]]
+        cases.append((f"{dt}-flat", out_dt, compute, flat, lambda s, d: np.empty(s, d),
+                       params))
+        # strided (4, 6): a transposed, b broadcast along rows, c a stepped slice; the output
+        # transposed
+        strided = []
+        for k, r in enumerate("abc"[:op.arity]):
+            v = _values(dt, 48, r, op.name, compute)
+            if k == 0:
+                strided.append(v[:24].reshape(6, 4).T)
+            elif k == 1:
+                strided.append(v[:6])
+            else:
+                strided.append(v.reshape(4, 12)[:, ::2])
+        cases.append((f"{dt}-strided", out_dt, compute, strided,
+                      lambda s, d: np.empty(s[::-1], d).T, params))
+        if op.arity >= 2 and dt in SCALAR_DTYPES:
+            sc = list(flat)
+            sc[1] = 3 if dt.category <= D.INTEGRAL else -1.5
+            cases.append((f"{dt}-scalar", out_dt, compute, sc, lambda s, d: np.empty(s, d),
+                          params))
+    if op.name in MIXED_OPS:
+        # operands of different dtypes: each is converted to the compute dtype on load
+        mixed = [_values(dt, N, r, op.name, D.float32)
+                 for dt, r in zip((D.int32, D.float16, D.bool), "abc", strict=False)][:op.arity]
+        promoted = result_type(*(gt.from_numpy(x) for x in mixed))
+        compute, out_dt = _rule_dtypes(op, promoted)
+        cases.append(("mixed", out_dt, compute, mixed, lambda s, d: np.empty(s, d), params))
+    return cases
+
+
+def _shape(inputs: list) -> tuple:
+    return np.broadcast_shapes(*(x.shape for x in inputs if isinstance(x, np.ndarray)))
+
+
+def _all_specs() -> list:
+    specs = []
+    for op in _ops():
+        for _, out_dt, compute, inputs, make_out, _ in _cases(op):
+            out = make_out(_shape(inputs), out_dt.np_dtype)
+            specs.append(E.spec_for(op, out, inputs, compute))
+    return specs
+
+
+@pytest.fixture(scope="module")
+def compiled() -> None:
+    # -O0: g++ builds the ~950 kernels in ~7 s instead of ~40 s at -O2 (same IEEE results).
+    E.compile_kernels(_all_specs(), "test_cuda_elementwise", (*E.EMULATOR_FLAGS, "-O0"))
+
+
+def _ordered(x: np.ndarray) -> np.ndarray:
+    """Float bits mapped to integers whose order is the floats' order (ulp distances)."""
+    bits = {2: np.int16, 4: np.int32, 8: np.int64}[x.dtype.itemsize]
+    i = x.view(bits).astype(np.int64)
+    return np.where(i < 0, np.iinfo(bits).min - i, i)
+
+
+def _compare(op, label: str, got: np.ndarray, want: np.ndarray) -> None:
+    assert got.dtype == want.dtype, (op.name, label)
+    if got.dtype.kind != "f" and str(got.dtype) != "bfloat16":
+        mism = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+        assert mism.size == 0, (f"{op.name} [{label}]: {mism.size} mismatches, e.g. got "
+                                f"{got.reshape(-1)[mism[:5]]} want {want.reshape(-1)[mism[:5]]}")
+        return
+    g, w = got.reshape(-1), want.reshape(-1)
+    gn, wn = np.isnan(g.astype(np.float64)), np.isnan(w.astype(np.float64))
+    assert np.array_equal(gn, wn), f"{op.name} [{label}]: NaN positions differ"
+    ok = ~gn
+    dist = np.abs(_ordered(g[ok]) - _ordered(w[ok]))
+    tol = ULP_OPS.get(op.name, 0)
+    with np.errstate(invalid="ignore"):  # inf - inf
+        wf = w[ok].astype(np.float64)
+        near = np.abs(g[ok].astype(np.float64) - wf) <= \
+            (REL_ATOL * np.maximum(1, np.abs(wf)) if tol else 0)
+    bad = np.flatnonzero((dist > tol) & ~near)
+    assert bad.size == 0, (f"{op.name} [{label}]: {bad.size} values beyond {tol} ulp (max "
+                           f"{dist.max()}), e.g. got {g[ok][bad[:5]]} want {w[ok][bad[:5]]}")
+
+
+@pytest.mark.parametrize("name", [op.name for op in _ops()])
+def test_op_matches_cpu(name: str, compiled: None) -> None:
+    op = OPS[name]
+    cases = _cases(op)
+    assert cases, f"{name}: no dtype to test"
+    for label, out_dt, compute, inputs, make_out, params in cases:
+        tensors = [gt.from_numpy(x) if isinstance(x, np.ndarray) else x for x in inputs]
+        with np.errstate(all="ignore"):
+            want = op.frontend(*tensors, **params).numpy()
+        out = make_out(_shape(inputs), out_dt.np_dtype)
+        E.run_elementwise(op, out, inputs, _resolve(op, params, compute), compute)
+        _compare(op, label, out, want)
+
+
+# ---- rendering -----------------------------------------------------------------------------
+def test_render_syntax() -> None:
+    r = E.render_expr
+    assert r("b if a else c", ()) == "(a ? b : c)"
+    assert r("(a != 0) and not (b < 0) or c", ()) == "(((a != 0) && (!(b < 0))) || c)"
+    assert r("0 <= a < 64", ()) == "((0 <= a) && (a < 64))"
+    assert r("np.conj(a) * 0.5 + abs(b)", ()) == \
+        "((gt::conj(a) * ((gt_float_t)0.5)) + gt::pyabs(b))"
+    assert r("a / b - a // b + a % b", ()) == \
+        "((gt::truediv(a, b) - gt::floordiv(a, b)) + gt::pymod(a, b))"
+    assert r("a * alpha + 3000000000", ("alpha",)) == "((a * p_alpha) + 3000000000LL)"
+    assert r("sigmoid(a)", ()) == "gt::sigmoid(a)"
+
+
+@pytest.mark.parametrize("expr, match", [
+    ("a ** 2", r"'\*\*' is not allowed"),
+    ("a + d", "unknown name 'd'"),
+    ("foo(a)", "unknown function"),
+    ("np.foo(a)", "unknown function"),
+    ("a if a in b else c", "unsupported comparison"),
+    ("maximum(a, b=1)", "keyword arguments"),
+    ("[a]", "unsupported syntax"),
+    ("a +", "cannot parse"),
+])
+def test_render_rejects(expr: str, match: str) -> None:
+    with pytest.raises(E.RenderError, match=match):
+        E.render_expr(expr, (), 2, "myop")
+
+
+def test_vocabulary_matches_cpu() -> None:
+    """Every CPU vocabulary name has a device function, and every op expression renders."""
+    from gputensor.kernels.cpu import scalar_fns
+
+    cpu_names = {n for n in vars(scalar_fns) if not n.startswith("_") and callable(
+        getattr(scalar_fns, n)) and n not in ("njit", "overload", "intrinsic", "float_from_bits",
+                                              "ordered_bits", "Callable")}
+    assert cpu_names <= E.VOCABULARY | {"ipow"}, sorted(cpu_names - E.VOCABULARY)
+    for op in _ops():
+        E.render_expr(op.expr, op.params, op.arity, op.name)
+
+
+# ---- layouts and errors ----------------------------------------------------------------------
+def test_negative_strides_size1_and_noncontiguous_out(compiled: None) -> None:
+    op = OPS["add"]
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)[::-1, ::-2]  # negative strides
+    b = np.array([[10.0]], dtype=np.float32)  # size 1: passed as a scalar
+    out = np.zeros((6, 8), np.float32)[::2, 1:9:2].T  # strided, transposed output
+    spec = E.spec_for(op, out, [a, b], D.float32)
+    E.compile_kernels([spec], "test_cuda_elementwise_extra", (*E.EMULATOR_FLAGS, "-O0"))
+    E.run_elementwise(op, out, [a, b], (2,), D.float32)
+    np.testing.assert_array_equal(out, a + 2 * b)
+
+
+def test_errors() -> None:
+    op = OPS["add"]
+    out = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="does not broadcast"):
+        E.run_elementwise(op, out, [np.zeros((3, 3), np.float32), 1.0], (1,), D.float32)
+    with pytest.raises(TypeError, match="expected params"):
+        E.run_elementwise(op, out, [out, 1.0], (), D.float32)
+    with pytest.raises(TypeError, match="complex"):
+        E.kernel_source(E.KernelSpec("add", "a + b", (), D.complex64, D.complex64,
+                                     (D.complex64, D.complex64)))
+    with pytest.raises(ValueError, match="no elementwise expression"):
+        E.spec_for(OPS["matmul"], out, [out, out], D.float32)

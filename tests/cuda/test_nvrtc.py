@@ -1,0 +1,186 @@
+"""NVRTC compile check: every CUDA source the emulator runs must also compile for real GPUs.
+
+No GPU is needed: NVRTC and the CUDA headers come from the nvidia-cuda-nvrtc-cu12 /
+nvidia-cuda-runtime-cu12 wheels (the ``nvrtc`` and ``test`` extras).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gputensor.kernels.cuda import nvrtc
+from gputensor.kernels.cuda.emulator import parse_kernels
+
+_OK, _WHY = nvrtc.availability()
+pytestmark = pytest.mark.skipif(not _OK, reason=f"NVRTC wheel not installed: {_WHY}")
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = sorted([*(ROOT / "tests" / "cuda" / "kernels").rglob("*.cu"),
+                  *(ROOT / "kernels" / "cuda").rglob("*.cu")])
+ARCHS = ("sm_80", "sm_90")
+_ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.M)
+
+
+def _entries(ptx: str) -> set[str]:
+    return set(_ENTRY.findall(ptx))
+
+
+def test_sources_found():
+    assert {p.name for p in SOURCES} >= {"vector_add.cu", "reduce.cu", "matmul.cu", "misc.cu",
+                                         "templates.cu"}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_source_compiles_with_every_kernel_entry(path: Path, arch: str):
+    kernels = parse_kernels(path.read_text())  # the emulator's view of the launchable kernels
+    assert kernels, f"{path.name} declares no __global__ kernel"
+    exprs = [f"&{k}" for k in kernels]
+    prog = nvrtc.compile_file(path, arch, name_expressions=exprs)
+    assert re.search(rf"^\.target\s+{arch}\b", prog.ptx, re.M), prog.ptx[:400]
+    assert prog.cubin[:4] == b"\x7fELF"  # ptxas ran for the real architecture
+    assert "warning" not in prog.log, prog.log  # kernels compile cleanly, not just compile
+    lowered = prog.lowered_names
+    for k in kernels:  # C++ linkage: the symbol is mangled and starts with the kernel's name
+        assert lowered[f"&{k}"].startswith(f"_Z{len(k)}{k}"), (k, lowered[f"&{k}"])
+    assert _entries(prog.ptx) == set(lowered.values())
+
+
+def test_misc_mangled_names_match_parameter_types():
+    prog = nvrtc.compile_file(ROOT / "tests/cuda/kernels/misc.cu", "sm_90",
+                              name_expressions=["&half_in", "&scalars"])
+    assert prog.lowered_names == {"&half_in": "_Z7half_inPK6__halfPS_i",
+                                  "&scalars": "_Z7scalarsijxdbhPd"}
+
+
+def test_extern_c_entry_is_unmangled():
+    src = 'extern "C" __global__ void plain(float* x) { x[threadIdx.x] = 1.0f; }\n'
+    ptx = nvrtc.compile_ptx(src, "plain.cu", arch="sm_80")
+    assert _entries(ptx) == {"plain"}
+
+
+def test_virtual_arch_gives_ptx_only():
+    src = 'extern "C" __global__ void k(int* x) { x[0] = 1; }\n'
+    prog = nvrtc.compile_program(src, "k.cu", "compute_90")
+    assert prog.cubin == b""
+    assert re.search(r"^\.target\s+sm_90\b", prog.ptx, re.M)
+    assert _entries(prog.ptx) == {"k"}
+
+
+def test_common_header_features_compile_for_real_gpus():
+    # What the emulator fakes, NVRTC must accept: dynamic shared memory of several types (also
+    # twice in one kernel), warp reductions on half/bf16/double, grid-stride loops.
+    src = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include "common.cuh"
+extern "C" __global__ void dyn_two(const float* x, double* y, int n) {
+    GT_DYNAMIC_SHARED(float, f);
+    GT_DYNAMIC_SHARED(double, d);
+    f[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    d[threadIdx.x] = f[threadIdx.x] * 2.0;
+    for (GT_GRID_STRIDE(i, n)) y[i] = d[i % blockDim.x];
+}
+extern "C" __global__ void warp_ops(const __half* h, const __nv_bfloat16* b, const double* d,
+                                    __half* ho, __nv_bfloat16* bo, double* dout) {
+    int i = threadIdx.x;
+    ho[i] = gt_warp_sum(h[i]);
+    bo[i] = gt_warp_max(b[i]);
+    dout[i] = gt_warp_sum(d[i]) + gt_ceil_div(i, 3u);
+}
+"""
+    for arch in ARCHS:
+        ptx = nvrtc.compile_ptx(src, "features.cu", arch=arch)
+        assert _entries(ptx) == {"dyn_two", "warp_ops"}
+        assert re.search(r"\.extern \.shared \.align 16 \.b8 gt_dyn_shared_\[\]", ptx)
+        assert "shfl.sync.bfly" in ptx
+
+
+def test_syntax_error_raises_with_log_and_name():
+    src = '#include "common.cuh"\n__global__ void broken(float* x) { x[0] = 1.0f }\n'
+    with pytest.raises(nvrtc.NvrtcError) as info:
+        nvrtc.compile_ptx(src, "broken_kernel.cu", arch="sm_90")
+    err = info.value
+    assert err.name == "broken_kernel.cu"
+    assert "broken_kernel.cu(2)" in err.log and "error" in err.log
+    assert "broken_kernel.cu" in str(err) and err.log in str(err)
+    assert "NVRTC_ERROR_COMPILATION" in str(err)
+
+
+def test_undeclared_identifier_and_missing_header_are_reported():
+    with pytest.raises(nvrtc.NvrtcError, match="undefined"):
+        nvrtc.compile_ptx("__global__ void k(int* x) { x[0] = nope; }", "undef.cu")
+    with pytest.raises(nvrtc.NvrtcError, match="no_such_header.cuh"):
+        nvrtc.compile_ptx('#include "no_such_header.cuh"\n', "inc.cu")
+
+
+def test_include_dirs_and_options(tmp_path: Path):
+    (tmp_path / "scale.cuh").write_text("#define GT_TEST_SCALE 3.5f\n")
+    src = ('#include "scale.cuh"\n'
+           'extern "C" __global__ void k(float* x) { x[0] = GT_TEST_SCALE * OFFSET; }\n')
+    ptx = nvrtc.compile_ptx(src, "opts.cu", "sm_80", include_dirs=[tmp_path],
+                            options=["-DOFFSET=2.0f"])
+    # 3.5f * 2.0f folded to 7.0f = 0x40E00000, stored as a float or as its raw bits
+    assert "0f40E00000" in ptx or str(0x40E00000) in ptx, ptx
+    with pytest.raises(nvrtc.NvrtcError, match="OFFSET"):
+        nvrtc.compile_ptx(src, "opts.cu", "sm_80", include_dirs=[tmp_path])
+
+
+def test_version_and_archs():
+    major, minor = nvrtc.version()
+    assert major == 12 and minor >= 0
+    archs = nvrtc.supported_archs()
+    assert archs == sorted(archs) and {80, 90} <= set(archs)
+
+
+@pytest.mark.parametrize("arch", ["sm90", "gfx90a", "sm_", "compute_x"])
+def test_malformed_arch_raises(arch: str):
+    with pytest.raises(ValueError, match="arch must look like"):
+        nvrtc.compile_ptx("", "empty.cu", arch=arch)
+
+
+def test_unsupported_arch_raises():
+    with pytest.raises(ValueError, match="not supported"):
+        nvrtc.compile_ptx("", "empty.cu", arch="sm_35")
+
+
+def test_availability_reports_missing_wheels(monkeypatch):
+    monkeypatch.setattr(nvrtc, "_nvidia_dirs", lambda component: [])
+    with pytest.raises(nvrtc.NvrtcUnavailable, match="nvidia-cuda-nvrtc-cu12"):
+        nvrtc._find_library()
+    ok, why = nvrtc.availability()  # the library itself is already loaded: headers missing
+    assert not ok and "nvidia-cuda-runtime-cu12" in why
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
+    """The CUDA elementwise renderer's output (run by the emulator elsewhere) also compiles
+    with NVRTC: one kernel per op with an expression, over float32, int64 and float16 where
+    the op's dtype rule accepts them."""
+    import numpy as np
+
+    import gputensor as gt
+    from gputensor._ops.elementwise import _rule_dtypes
+    from gputensor.kernels.cuda import elementwise as cuda_ew
+    from gputensor.kernels.registry import OPS
+
+    specs = []
+    for name, op in OPS.items():
+        if not op.expr:
+            continue
+        for dt in (gt.float32, gt.int64, gt.float16):
+            try:
+                compute, out_dt = _rule_dtypes(op, dt)
+            except RuntimeError:
+                continue
+            ins = [np.ones(4, dtype=np.bool_ if name == "_where" and i == 0 else dt.np_dtype)
+                   for i in range(op.arity)]
+            specs.append(cuda_ew.spec_for(op, np.empty(4, out_dt.np_dtype), ins, compute))
+            break  # one dtype per op keeps this test to seconds; the emulator covers the rest
+    prog = nvrtc.compile_program(cuda_ew.module_source(specs), "elementwise_all.cu", arch=arch)
+    entries = set(re.findall(r"\.entry\s+(\w+)", prog.ptx))
+    assert {s.kernel_name for s in specs} <= entries

@@ -1,0 +1,628 @@
+"""The device runtime: the emulator driver, the storage adapter and the CuPy driver (faked)."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import sys
+import types
+import weakref
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gputensor as gt
+from gputensor.kernels.cuda.emulator_driver import DEVICE_NAME, EmulatorRuntime, size_class
+from gputensor.kernels.cuda.runtime import (
+    DeviceProperties,
+    DevicePtr,
+    OutOfMemoryError,
+    missing_methods,
+)
+from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
+from gputensor.storage import STORAGE_TYPES, copy_table
+from gputensor.storage.allocator import DRIVERS, CPUDriver
+
+KERNELS = Path(__file__).parent / "kernels"
+
+
+@pytest.fixture
+def rt() -> EmulatorRuntime:
+    return EmulatorRuntime()
+
+
+def _upload(rt, host: np.ndarray) -> DevicePtr:
+    ptr = rt.alloc(host.nbytes)
+    rt.memcpy_htod(ptr, host)
+    return ptr
+
+
+def _download(rt, ptr: int, like: np.ndarray) -> np.ndarray:
+    out = np.empty_like(like)
+    rt.memcpy_dtoh(out, ptr)
+    return out
+
+
+# -- emulator: memory and statistics -----------------------------------------------------------
+def test_interface_is_complete(rt) -> None:
+    assert missing_methods(rt) == []
+    assert missing_methods(object()) != []
+
+
+def test_alloc_free_stats_peak_and_empty_cache(rt) -> None:
+    assert rt.memory_allocated() == rt.memory_reserved() == 0
+    a = rt.alloc(100)
+    b = rt.alloc(1000)
+    assert isinstance(a, DevicePtr) and a != 0 and a % 256 == 0 and a != b
+    assert isinstance(a + 8, DevicePtr) and isinstance(a + 8 - 4, DevicePtr)
+    assert (a + 8) - a == 8 and type((a + 8) - a) is int
+    assert rt.memory_allocated() == size_class(100) + size_class(1000) == 512 + 1024
+    assert rt.max_memory_allocated() == 1536 and rt.memory_reserved() == 1536
+    rt.free(a)
+    assert rt.memory_allocated() == 1024 and rt.memory_reserved() == 1536  # a is cached
+    c = rt.alloc(300)  # same size class as a: the cached block comes back
+    assert c == a and rt.memory_reserved() == 1536
+    rt.free(c)
+    rt.reset_peak_memory_stats()
+    assert rt.max_memory_allocated() == 1024
+    rt.empty_cache()
+    assert rt.memory_reserved() == rt.memory_allocated() == 1024
+    rt.free(b)
+    assert rt.memory_allocated() == 0 and rt.max_memory_allocated() == 1024
+    assert rt.alloc(0) == 0
+    rt.free(0)  # freeing null is a no-op, as in CUDA
+    with pytest.raises(ValueError, match="negative"):
+        rt.alloc(-1)
+
+
+def test_bad_frees_and_illegal_addresses(rt) -> None:
+    p = rt.alloc(64)
+    with pytest.raises(ValueError, match="not the start of a live"):
+        rt.free(p + 8)
+    rt.free(p)
+    with pytest.raises(ValueError, match="double free"):
+        rt.free(p)
+    with pytest.raises(IndexError, match="illegal device address"):
+        rt.memcpy_dtoh(np.empty(4, np.uint8), p)  # stale pointer
+    q = rt.alloc(64)
+    with pytest.raises(IndexError, match="overruns its allocation of 64 bytes"):
+        rt.memcpy_htod(q + 60, np.zeros(8, np.uint8))
+    with pytest.raises(IndexError, match="illegal device address"):
+        rt.memcpy_htod(DevicePtr(12345), np.zeros(1, np.uint8))
+
+
+def test_out_of_memory_frees_cache_then_raises() -> None:
+    rt = EmulatorRuntime(memory_limit=4096)
+    p = rt.alloc(2048)
+    rt.free(p)
+    assert rt.memory_reserved() == 2048
+    big = rt.alloc(4096)  # only fits once the cached 2048-byte block is released
+    assert rt.memory_reserved() == 4096 and rt.memory_allocated() == 4096
+    with pytest.raises(OutOfMemoryError, match=r"tried to allocate 100 bytes .*4096 bytes in use"):
+        rt.alloc(100)
+    rt.free(big)
+    assert rt.alloc(100) != 0  # the failed request left the allocator usable
+
+
+def test_device_properties(rt) -> None:
+    props = rt.properties()
+    assert isinstance(props, DeviceProperties)
+    assert props.name == DEVICE_NAME and rt.device_count() == 1
+    assert props.total_memory == rt.memory_limit and props.multi_processor_count >= 1
+    assert props.compute_capability == (8, 0)
+    with pytest.raises(ValueError, match="invalid CUDA device index 1"):
+        rt.properties(1)
+
+
+# -- emulator: copies, streams and events ------------------------------------------------------
+def test_htod_dtoh_dtod_round_trips_with_offsets(rt) -> None:
+    host = np.arange(64, dtype=np.float32)
+    d = _upload(rt, host)
+    np.testing.assert_array_equal(_download(rt, d, host), host)
+    part = np.empty(8, np.float32)
+    rt.memcpy_dtoh(part, d + 16 * 4)
+    np.testing.assert_array_equal(part, host[16:24])
+    rt.memcpy_htod(d + 4 * 4, np.full(3, -1.0, np.float32))
+    expected = host.copy()
+    expected[4:7] = -1
+    np.testing.assert_array_equal(_download(rt, d, host), expected)
+    e = rt.alloc(host.nbytes)
+    rt.memcpy_dtod(e, d, host.nbytes)
+    rt.memcpy_dtod(e + 8, d + 40, 12)  # offsets on both sides
+    expected2 = expected.copy()
+    expected2[2:5] = expected[10:13]
+    np.testing.assert_array_equal(_download(rt, e, host), expected2)
+    rt.memcpy_dtod(d + 4, d, 16)  # overlapping copy inside one block behaves like memmove
+    expected[1:5] = expected[0:4].copy()
+    np.testing.assert_array_equal(_download(rt, d, host), expected)
+
+
+def test_async_copies_on_streams_with_events(rt) -> None:
+    s1, s2 = rt.create_stream(), rt.create_stream()
+    start, mid, end = rt.create_event(), rt.create_event(), rt.create_event()
+    host = rt.alloc_host(4096)
+    host[:] = np.arange(4096) % 251
+    d = rt.alloc(4096)
+    start.record(s1)
+    rt.memcpy_htod(d, host, stream=s1)
+    mid.record(s1)
+    out = rt.alloc_host(4096)
+    rt.memcpy_dtoh(out, d, stream=s2)
+    end.record(s2)
+    s1.synchronize()
+    end.synchronize()
+    s2.synchronize()
+    rt.synchronize()
+    np.testing.assert_array_equal(out, host)
+    assert 0 <= rt.elapsed_time(start, mid) <= rt.elapsed_time(start, end)
+    with pytest.raises(RuntimeError, match="must be recorded"):
+        rt.elapsed_time(start, rt.create_event())
+    with pytest.raises(RuntimeError, match="never recorded"):
+        rt.create_event().synchronize()
+
+
+# -- emulator: kernels and gemm ----------------------------------------------------------------
+@pytest.fixture(scope="module")
+def vector_add():
+    rt = EmulatorRuntime()
+    return rt, rt.compile((KERNELS / "vector_add.cu").read_text(), "vector_add",
+                          options=("-DUNUSED=1", "--use_fast_math"))
+
+
+def test_launch_on_device_pointers(vector_add) -> None:
+    rt, mod = vector_add
+    n = 1000
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    y = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    dx, dy, dout = _upload(rt, x), _upload(rt, y), rt.alloc(x.nbytes)
+    add = rt.get_kernel(mod, "add")
+    stream = rt.create_stream()
+    rt.launch(add, grid=4, block=128, shared_bytes=0, args=[dx, dy, dout, np.int64(n)],
+              stream=stream)
+    stream.synchronize()
+    np.testing.assert_array_equal(_download(rt, dout, x), x + y)
+    # Pointers with offsets reach the kernel as views of the rest of the block.
+    rt.launch(add, (1,), (64,), 0, [dx + 4 * 10, dy, dout + 4 * 500, np.int64(20)])
+    got = _download(rt, dout, x)
+    np.testing.assert_array_equal(got[500:520], x[10:30] + y[:20])
+    axpy = rt.get_kernel(mod, "axpy_inplace")
+    rt.launch(axpy, 8, 128, 0, [np.float32(2.0), dx, dy, np.int32(n)])
+    np.testing.assert_allclose(_download(rt, dy, y), y + 2 * x, rtol=1e-6)
+
+
+def test_launch_errors(vector_add) -> None:
+    rt, mod = vector_add
+    add = rt.get_kernel(mod, "add")
+    d = rt.alloc(16)
+    with pytest.raises(TypeError, match="expected a DevicePtr"):
+        rt.launch(add, 1, 1, 0, [np.zeros(4, np.float32), d, d, np.int64(4)])
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        rt.launch(add, 1, 1, 0, [d, d])
+    with pytest.raises(KeyError, match="no kernel 'nope'"):
+        rt.get_kernel(mod, "nope")
+    rt.free(d)
+    with pytest.raises(IndexError, match="illegal device address"):
+        rt.launch(add, 1, 1, 0, [d, d, d, np.int64(1)])
+
+
+def _colmajor_buffer(mat: np.ndarray, ld: int) -> np.ndarray:
+    """``mat`` stored column-major with leading dimension ``ld`` (padding rows are NaN)."""
+    rows, cols = mat.shape
+    buf = np.full(ld * cols, np.nan, mat.dtype)
+    buf.reshape(cols, ld)[:, :rows] = mat.T
+    return buf
+
+
+@pytest.mark.parametrize("transa,transb", [("N", "N"), ("T", "N"), ("N", "T"), ("T", "T")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gemm_matches_numpy(rt, transa: str, transb: str, dtype) -> None:
+    rng = np.random.default_rng(3)
+    m, n, k = 5, 4, 3
+    opa = rng.standard_normal((m, k)).astype(dtype)
+    opb = rng.standard_normal((k, n)).astype(dtype)
+    c0 = rng.standard_normal((m, n)).astype(dtype)
+    a_st = opa if transa == "N" else opa.T.copy()
+    b_st = opb if transb == "N" else opb.T.copy()
+    lda, ldb, ldc = a_st.shape[0] + 2, b_st.shape[0] + 1, m + 3
+    da = _upload(rt, _colmajor_buffer(a_st, lda))
+    db = _upload(rt, _colmajor_buffer(b_st, ldb))
+    cbuf = _colmajor_buffer(c0, ldc)
+    dc = _upload(rt, cbuf)
+    rt.gemm(transa, transb, m, n, k, 1.5, da, lda, db, ldb, 0.5, dc, ldc, dtype)
+    got = _download(rt, dc, cbuf).reshape(n, ldc)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got[:, :m].T, 1.5 * opa @ opb + 0.5 * c0, rtol=tol, atol=tol)
+    assert np.isnan(got[:, m:]).all()  # padding rows of C untouched
+
+
+def test_gemm_beta_zero_ignores_nan_c_conj_and_row_major_trick(rt) -> None:
+    rng = np.random.default_rng(4)
+    # Row-major out(2x3) = x(2x4) @ w(4x3) is column-major out^T = w^T @ x^T: swap operands.
+    x = rng.standard_normal((2, 4))
+    w = rng.standard_normal((4, 3))
+    dx, dw = _upload(rt, x), _upload(rt, w)
+    dout = _upload(rt, np.full((2, 3), np.nan))
+    rt.gemm("N", "N", 3, 2, 4, 1.0, dw, 3, dx, 4, 0.0, dout, 3, np.float64)
+    np.testing.assert_allclose(_download(rt, dout, np.empty((2, 3))), x @ w, rtol=1e-12)
+    a = (rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))).astype(np.complex128)
+    da = _upload(rt, _colmajor_buffer(a, 3))
+    dc = rt.alloc(4 * 16)
+    rt.gemm("C", "N", 2, 2, 3, 1.0, da, 3, da, 3, 0.0, dc, 2, np.complex128)
+    got = _download(rt, dc, np.empty(4, np.complex128)).reshape(2, 2).T
+    np.testing.assert_allclose(got, a.conj().T @ a, rtol=1e-12)
+
+
+def test_gemm_errors(rt) -> None:
+    d = rt.alloc(16 * 4)
+    with pytest.raises(ValueError, match="transpose flag"):
+        rt.gemm("X", "N", 2, 2, 2, 1.0, d, 2, d, 2, 0.0, d, 2, np.float32)
+    with pytest.raises(ValueError, match="smaller than its 4 rows"):
+        rt.gemm("N", "N", 2, 2, 4, 1.0, d, 2, d, 2, 0.0, d, 2, np.float32)  # ldb=2 < k=4
+    with pytest.raises(IndexError, match="overruns"):
+        rt.gemm("N", "N", 8, 8, 8, 1.0, d, 8, d, 8, 0.0, d, 8, np.float32)
+
+
+# -- the DeviceDriver adapter ------------------------------------------------------------------
+@pytest.fixture
+def drv() -> RuntimeStorageDriver:
+    return RuntimeStorageDriver(EmulatorRuntime())
+
+
+def test_adapter_contract_matches_cpu_driver(drv) -> None:
+    cpu = CPUDriver()
+    for d in (cpu, drv):
+        buf = d.alloc(32, None)
+        assert d.nbytes(buf) == 32 and d.data_ptr(buf) != 0
+        d.from_host(buf, 0, np.arange(32, dtype=np.uint8))
+        d.from_host(buf, 4, np.array([1000, 2000], np.int32))  # any dtype, written as bytes
+        got = d.to_host(buf, 2, 10).copy()
+        other = d.alloc(32, 0)
+        d.from_host(other, 0, np.zeros(32, np.uint8))
+        d.copy(other, 3, buf, 5, 7)
+        copied = d.to_host(other, 0, 32).copy()
+        if d is cpu:
+            cpu_got, cpu_copied = got, copied
+    np.testing.assert_array_equal(got, cpu_got)
+    np.testing.assert_array_equal(copied, cpu_copied)
+    assert drv.device_count() == 1 and drv.device_name(0) == DEVICE_NAME
+    drv.synchronize()
+    with pytest.raises(RuntimeError, match="outside the 32-byte cuda buffer"):
+        drv.to_host(drv.alloc(32), 30, 4)
+    with pytest.raises(RuntimeError, match="invalid device cuda:1"):
+        drv.alloc(8, 1)
+
+
+@pytest.mark.parametrize("src,dst", [("float64", "int32"), ("float32", "float16"),
+                                     ("complex128", "float32"), ("int64", "bool"),
+                                     ("float32", "float32"), ("uint8", "float64")])
+def test_adapter_cast_is_the_cpu_cast(drv, src: str, dst: str) -> None:
+    s, d = np.dtype(src), np.dtype(dst)
+    vals = np.array([0, 1.5, -2.25, np.nan, 300, 7], np.complex128)
+    if s.kind != "c":
+        vals = np.real(vals)
+    with np.errstate(all="ignore"):
+        data = vals.astype(s) if s.kind in "fc" else np.nan_to_num(vals).astype(s)
+    cpu = CPUDriver()
+    want = np.zeros(8 * d.itemsize, np.uint8)
+    cpu.cast(want, d.itemsize, d, data.view(np.uint8).copy(), s.itemsize, s, 5)
+    sbuf, dbuf = drv.alloc(data.nbytes), drv.alloc(want.nbytes)
+    drv.from_host(sbuf, 0, data)
+    drv.from_host(dbuf, 0, np.zeros(want.nbytes, np.uint8))
+    drv.cast(dbuf, d.itemsize, d, sbuf, s.itemsize, s, 5)
+    np.testing.assert_array_equal(drv.to_host(dbuf, 0, want.nbytes), want)
+
+
+def test_adapter_buffers_free_when_collected(drv) -> None:
+    rt = drv.runtime
+    buf = drv.alloc(1000)
+    assert rt.memory_allocated() == 1024
+    ref = weakref.ref(buf)
+    del buf
+    gc.collect()
+    assert ref() is None and rt.memory_allocated() == 0 and rt.memory_reserved() == 1024
+
+
+@pytest.fixture
+def registered_cuda():
+    """The adapter registered as the "cuda" driver for one test, then removed again."""
+    assert "cuda" not in DRIVERS, "a CUDA driver is already registered"
+    drv = RuntimeStorageDriver(EmulatorRuntime())
+    DRIVERS["cuda"] = drv
+    copy_table.rebuild(list(STORAGE_TYPES.values()))
+    try:
+        yield drv
+    finally:
+        del DRIVERS["cuda"]
+        copy_table.rebuild(list(STORAGE_TYPES.values()))
+
+
+def test_storages_move_through_the_registered_adapter(registered_cuda) -> None:
+    assert gt.cuda.is_available() and gt.cuda.get_device_name() == DEVICE_NAME
+    gt.cuda.synchronize()
+    s = gt.FloatStorage([1, 2, 3]).cuda()
+    assert isinstance(s, gt.cuda.FloatStorage) and s.is_cuda
+    assert isinstance(s._untyped._buf, type(registered_cuda.alloc(1)))
+    assert s.tolist() == [1.0, 2.0, 3.0] and s[1] == 2.0 and s[-1] == 3.0
+    s[0] = 7
+    assert s.tolist() == [7.0, 2.0, 3.0]
+    s.fill_(2.5)
+    assert s.tolist() == [2.5] * 3 and s[0:2].tolist() == [2.5, 2.5]
+    assert s.data_ptr() != 0 and s.nbytes() == 12
+    d = gt.cuda.DoubleStorage([0.0, 1.5, -2.0])
+    for method, dtype in [("long", gt.int64), ("half", gt.float16), ("bool", gt.bool),
+                          ("bfloat16", gt.bfloat16)]:
+        out = getattr(d, method)()
+        assert out.is_cuda and out.dtype is dtype
+        expected = np.array([0.0, 1.5, -2.0]).astype(dtype.np_dtype)
+        np.testing.assert_array_equal(np.array(out.tolist(), dtype=dtype.np_dtype), expected)
+    back = d.cpu()
+    assert not back.is_cuda and back.tolist() == [0.0, 1.5, -2.0]
+    b = gt.cuda.LongStorage(3).copy_(d)
+    assert b.tolist() == [0, 1, -2]
+    c = b.clone()
+    c[0] = 9
+    assert b[0] == 0 and c[0] == 9
+    u = gt.UntypedStorage(8, device="cuda")
+    u.fill_(3)
+    assert u.tolist() == [3] * 8 and u.is_cuda and u.cpu().tolist() == [3] * 8
+    with pytest.raises(RuntimeError, match="size mismatch"):
+        gt.cuda.FloatStorage(2).copy_(s)
+
+
+def test_copy_table_gains_and_loses_cuda_pairs(registered_cuda) -> None:
+    cpu = STORAGE_TYPES[gt.float32, "cpu"]
+    cuda = STORAGE_TYPES[gt.float32, "cuda"]
+    assert (cpu, cuda) in copy_table.COPY_TABLE and (cuda, cpu) in copy_table.COPY_TABLE
+
+
+def test_cuda_stays_unavailable_without_registration() -> None:
+    assert "cuda" not in DRIVERS and not gt.cuda.is_available()
+    assert (STORAGE_TYPES[gt.float32, "cpu"], STORAGE_TYPES[gt.float32, "cuda"]) \
+        not in copy_table.COPY_TABLE
+
+
+# -- the CuPy driver against a fake cupy ----------------------------------------------------------
+class _FakeOOM(MemoryError):
+    pass
+
+
+class _FakeMemPtr:
+    """A device pointer backed by a host array (so copies and gemm have real effects)."""
+
+    def __init__(self, buf: np.ndarray, offset: int, log: list) -> None:
+        self.buf, self.offset, self.log = buf, offset, log
+        self.ptr = buf.ctypes.data + offset
+
+    def __add__(self, off: int) -> _FakeMemPtr:
+        return _FakeMemPtr(self.buf, self.offset + off, self.log)
+
+    def _bytes(self, size: int) -> np.ndarray:
+        return self.buf[self.offset:self.offset + size]
+
+    def copy_from_host(self, mem: ctypes.c_void_p, size: int) -> None:
+        self.log.append(("copy_from_host", size))
+        ctypes.memmove(self._bytes(size).ctypes.data, mem, size)
+
+    def copy_from_host_async(self, mem: ctypes.c_void_p, size: int, stream) -> None:
+        self.log.append(("copy_from_host_async", size, stream))
+        ctypes.memmove(self._bytes(size).ctypes.data, mem, size)
+
+    def copy_to_host(self, mem: ctypes.c_void_p, size: int) -> None:
+        self.log.append(("copy_to_host", size))
+        ctypes.memmove(mem, self._bytes(size).ctypes.data, size)
+
+    def copy_to_host_async(self, mem: ctypes.c_void_p, size: int, stream) -> None:
+        self.log.append(("copy_to_host_async", size, stream))
+        ctypes.memmove(mem, self._bytes(size).ctypes.data, size)
+
+    def copy_from_device(self, src: _FakeMemPtr, size: int) -> None:
+        self.log.append(("copy_from_device", size))
+        self._bytes(size)[...] = src._bytes(size)
+
+    def copy_from_device_async(self, src: _FakeMemPtr, size: int, stream) -> None:
+        self.log.append(("copy_from_device_async", size, stream))
+        self._bytes(size)[...] = src._bytes(size)
+
+
+def _fake_cupy(fail_mallocs: int = 0, devices: int = 1) -> types.ModuleType:
+    log: list = []
+    cp = types.ModuleType("cupy")
+    cp.log = log
+    cp.current_stream = None
+
+    class MemoryPool:
+        def __init__(self) -> None:
+            self.live: weakref.WeakSet = weakref.WeakSet()
+            self.fails = fail_mallocs
+
+        def malloc(self, size: int) -> _FakeMemPtr:
+            log.append(("malloc", size))
+            if self.fails:
+                self.fails -= 1
+                raise _FakeOOM(size)
+            mem = _FakeMemPtr(np.zeros(size, np.uint8), 0, log)
+            self.live.add(mem)
+            return mem
+
+        def free_all_blocks(self) -> None:
+            log.append(("free_all_blocks",))
+
+        def used_bytes(self) -> int:
+            return sum(m.buf.nbytes for m in self.live)
+
+        def total_bytes(self) -> int:
+            return self.used_bytes() + 512
+
+    class PinnedMemoryPool:
+        def malloc(self, size: int) -> bytearray:
+            log.append(("pinned_malloc", size))
+            return bytearray(size)
+
+    class Stream:
+        def __init__(self, non_blocking: bool = False) -> None:
+            self.non_blocking = non_blocking
+
+        def __enter__(self) -> Stream:
+            cp.current_stream = self
+            return self
+
+        def __exit__(self, *exc) -> None:
+            cp.current_stream = None
+
+    class Event:
+        def __init__(self) -> None:
+            self.t = None
+
+        def record(self, stream=None) -> None:
+            self.t = len(log)
+
+    class RawModule:
+        def __init__(self, code: str, options: tuple = (), name_expressions=None) -> None:
+            log.append(("RawModule", options, name_expressions))
+
+        def get_function(self, name: str):
+            def kernel(grid, block, args, shared_mem=0):
+                log.append(("kernel", name, grid, block, args, shared_mem, cp.current_stream))
+            return kernel
+
+    def ndarray(shape, dtype, memptr, strides):
+        log.append(("ndarray", shape, np.dtype(dtype), strides))
+        flat = memptr.buf[memptr.offset:].view(dtype)
+        return np.lib.stride_tricks.as_strided(flat, shape, strides)
+
+    def matmul(a, b):
+        log.append(("matmul", a.shape, b.shape))
+        return np.matmul(a, b)
+
+    runtime = types.SimpleNamespace(
+        getDeviceCount=lambda: devices,
+        getDeviceProperties=lambda i: {"name": b"Fake GPU", "totalGlobalMem": 80 << 30,
+                                       "multiProcessorCount": 132, "major": 9, "minor": 0},
+        deviceSynchronize=lambda: log.append(("deviceSynchronize",)))
+    cp.cuda = types.SimpleNamespace(
+        MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool, Stream=Stream, Event=Event,
+        memory=types.SimpleNamespace(OutOfMemoryError=_FakeOOM), runtime=runtime,
+        get_elapsed_time=lambda s, e: float(e.t - s.t))
+    cp.RawModule, cp.ndarray, cp.matmul = RawModule, ndarray, matmul
+    return cp
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    cp = _fake_cupy()
+    monkeypatch.setitem(sys.modules, "cupy", cp)
+    return cp
+
+
+def test_is_usable_reports_why_not(monkeypatch) -> None:
+    from gputensor.kernels.cuda import cupy_driver
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
+    ok, why = cupy_driver.is_usable()
+    assert not ok and "CuPy is not installed" in why
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(devices=0))
+    assert cupy_driver.is_usable() == (False, "no CUDA device found")
+    broken = _fake_cupy()
+
+    def no_driver():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+    broken.cuda.runtime.getDeviceCount = no_driver
+    monkeypatch.setitem(sys.modules, "cupy", broken)
+    ok, why = cupy_driver.is_usable()
+    assert not ok and "cudaErrorInsufficientDriver" in why
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy())
+    assert cupy_driver.is_usable() == (True, "")
+
+
+def test_cupy_memory_copies_and_stats(fake_cupy) -> None:
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    rt = CupyRuntime()
+    assert missing_methods(rt) == []
+    host = np.arange(16, dtype=np.float32)
+    d = rt.alloc(host.nbytes)
+    assert isinstance(d, DevicePtr) and ("malloc", 64) in fake_cupy.log
+    assert rt.memory_allocated() == 64 and rt.max_memory_allocated() == 64
+    assert rt.memory_reserved() == 64 + 512
+    rt.memcpy_htod(d, host)
+    out = np.empty(4, np.float32)
+    rt.memcpy_dtoh(out, d + 8)
+    np.testing.assert_array_equal(out, host[2:6])
+    e = rt.alloc(host.nbytes)
+    s = rt.create_stream()
+    assert s.non_blocking
+    rt.memcpy_dtod(e, d, 64, stream=s)
+    pinned = rt.alloc_host(64)
+    rt.memcpy_dtoh(pinned, e, stream=s)
+    np.testing.assert_array_equal(pinned.view(np.float32), host)
+    kinds = [entry[0] for entry in fake_cupy.log if entry[0].startswith("copy")]
+    assert kinds == ["copy_from_host", "copy_to_host", "copy_from_device_async",
+                     "copy_to_host_async"]
+    assert fake_cupy.log[-1][2] is s  # the async copy went to our stream
+    with pytest.raises(IndexError, match="overruns"):
+        rt.memcpy_dtoh(np.empty(8, np.float32), d + 48)
+    rt.free(d)
+    rt.free(e)
+    del pinned
+    gc.collect()
+    assert rt.memory_allocated() == 0 and rt.max_memory_allocated() == 128
+    rt.reset_peak_memory_stats()
+    assert rt.max_memory_allocated() == 0
+    rt.empty_cache()
+    assert fake_cupy.log[-1] == ("free_all_blocks",)
+    rt.synchronize()
+    assert fake_cupy.log[-1] == ("deviceSynchronize",)
+    props = rt.properties(0)
+    assert props == DeviceProperties("Fake GPU", 80 << 30, 132, 9, 0)
+    assert rt.device_count() == 1
+
+
+def test_cupy_oom_retries_once_after_freeing_the_cache(monkeypatch) -> None:
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(fail_mallocs=1))
+    rt = CupyRuntime()
+    assert rt.alloc(100) != 0
+    assert [e[0] for e in rt.cp.log] == ["malloc", "free_all_blocks", "malloc"]
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(fail_mallocs=2))
+    rt = CupyRuntime()
+    with pytest.raises(OutOfMemoryError, match="tried to allocate 100 bytes; 0 bytes in use"):
+        rt.alloc(100)
+    assert [e[0] for e in rt.cp.log] == ["malloc", "free_all_blocks", "malloc"]
+
+
+def test_cupy_compile_launch_events_and_gemm(fake_cupy) -> None:
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    rt = CupyRuntime()
+    mod = rt.compile("__global__ void k(float* x) {}", "m", options=("-std=c++17",),
+                     name_expressions=("k<float>",))
+    assert fake_cupy.log[-1] == ("RawModule", ("-std=c++17",), ["k<float>"])
+    rt.compile("", "m2")
+    assert fake_cupy.log[-1] == ("RawModule", (), None)
+    k = rt.get_kernel(mod, "k")
+    d = rt.alloc(16)
+    s = rt.create_stream()
+    start, end = rt.create_event(), rt.create_event()
+    start.record(s)
+    rt.launch(k, 2, (32, 2), 128, [d + 4, None, np.float32(1.5)], stream=s)
+    end.record(s)
+    name, grid, block, args, shared, stream = fake_cupy.log[-1][1:]
+    assert (name, grid, block, shared, stream) == ("k", (2,), (32, 2), 128, s)
+    assert args[0] == np.uint64(int(d) + 4) and args[0].dtype == np.uint64
+    assert args[1] == 0 and args[2] == np.float32(1.5)
+    rt.launch(k, 1, 1, 0, [d])
+    assert fake_cupy.log[-1][-1] is None  # no stream given: the current stream, not entered
+    assert rt.elapsed_time(start, end) >= 0
+    rng = np.random.default_rng(5)
+    a, b, c0 = (rng.standard_normal(s) for s in ((3, 4), (4, 2), (3, 2)))
+    da, db, dc = (rt.alloc(x.nbytes) for x in (a, b, c0))
+    for ptr, x in ((da, a), (db, b), (dc, c0)):
+        rt.memcpy_htod(ptr, np.asfortranarray(x).T.copy())  # column-major bytes
+    rt.gemm("N", "N", 3, 2, 4, 2.0, da, 3, db, 4, 1.0, dc, 3, np.float64)
+    out = np.empty(6)
+    rt.memcpy_dtoh(out, dc)
+    np.testing.assert_allclose(out.reshape(2, 3).T, 2.0 * a @ b + c0, rtol=1e-12)
+    assert ("matmul", (3, 4), (4, 2)) in fake_cupy.log
+    assert ("ndarray", (3, 4), np.dtype(np.float64), (8, 24)) in fake_cupy.log
