@@ -19,6 +19,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import _STRIDES_CACHE, Tensor
+from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import CPU, OpDef
 
 from . import scalar_fns
@@ -76,25 +77,6 @@ def _broadcast_strides(a: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]
     lead = len(shape) - a.ndim
     return (0,) * lead + tuple(0 if n == 1 and shape[lead + d] != 1 else st
                                for d, (n, st) in enumerate(zip(a.shape, a.strides, strict=True)))
-
-
-def _merge_dims(shape: tuple[int, ...], strides: list[tuple[int, ...]]
-                ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
-    """Merge adjacent dims that are contiguous with each other in every operand."""
-    if not shape:
-        return shape, strides
-    out_shape = [shape[0]]
-    out_strides = [[s[0]] for s in strides]
-    for d in range(1, len(shape)):
-        if all(s[d] * shape[d] == os_[-1] for s, os_ in zip(strides, out_strides, strict=True)):
-            out_shape[-1] *= shape[d]
-            for s, os_ in zip(strides, out_strides, strict=True):
-                os_[-1] = s[d]
-        else:
-            out_shape.append(shape[d])
-            for s, os_ in zip(strides, out_strides, strict=True):
-                os_.append(s[d])
-    return tuple(out_shape), [tuple(s) for s in out_strides]
 
 
 def make_kernel(op: OpDef) -> Callable[..., None]:
@@ -198,7 +180,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             # broadcast_to views would make Numba compile a second signature per kernel.
             arrays = [a for a, p in zip(operands, pattern, strict=True) if p]
             strides = [_broadcast_strides(a, shape) for a in arrays]
-            mshape, mstrides = _merge_dims(shape, [target.strides] + strides)
+            mshape, mstrides = merge_dims(shape, [target.strides] + strides)
             views = [np.lib.stride_tricks.as_strided(a, mshape, st)
                      for a, st in zip([target] + arrays, mstrides, strict=True)]
             it = iter(views[1:])

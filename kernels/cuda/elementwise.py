@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import OpDef
 
 MAX_DIMS = 8
@@ -385,24 +386,6 @@ def _element_view(a: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, li
     return base, [offset, *strides]
 
 
-def _merge(shape: tuple[int, ...], strides: list[list[int]]) -> tuple[list[int], list[list[int]]]:
-    """Drop size-1 dims and merge adjacent dims contiguous with each other in every operand."""
-    keep = [d for d, n in enumerate(shape) if n != 1]
-    mshape: list[int] = []
-    mstrides: list[list[int]] = [[] for _ in strides]
-    for d in keep:
-        if mshape and all(st[d] * shape[d] == ms[-1] for st, ms in zip(strides, mstrides,
-                                                                        strict=True)):
-            mshape[-1] *= shape[d]
-            for st, ms in zip(strides, mstrides, strict=True):
-                ms[-1] = st[d]
-        else:
-            mshape.append(shape[d])
-            for st, ms in zip(strides, mstrides, strict=True):
-                ms.append(st[d])
-    return mshape, mstrides
-
-
 def _broadcasts(src: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     return len(src) <= len(shape) and all(
         n in (1, m) for n, m in zip(src[::-1], shape[::-1], strict=False))
@@ -438,7 +421,7 @@ def run_elementwise(op: OpDef, out: np.ndarray, inputs: Sequence[Any], params: S
     meta = None
     if not all(a.flags.c_contiguous and a.shape == shape for a in arrays):
         views = [_element_view(a, shape) for a in arrays]
-        mshape, mstrides = _merge(shape, [st[1:] for _, st in views])
+        mshape, mstrides = merge_dims(shape, [st[1:] for _, st in views], drop_ones=True)
         if len(mshape) > MAX_DIMS:
             raise ValueError(f"{op.name}: {len(mshape)} dims after merging; CUDA elementwise "
                              f"kernels take at most {MAX_DIMS}")

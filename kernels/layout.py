@@ -1,0 +1,29 @@
+"""Layout helpers shared by the backends' kernel launchers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def merge_dims(shape: Sequence[int], strides: Sequence[Sequence[int]], drop_ones: bool = False
+               ) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """Merge adjacent dims that are contiguous with each other in every operand (``strides``
+    holds one stride tuple per operand, in any unit), so loops run over as few dims as possible.
+
+    ``drop_ones`` first removes size-1 dims (their strides never matter); a kernel that takes
+    its dims as data can then see zero dims, which a per-ndim generated loop cannot.
+    """
+    dims = [d for d, n in enumerate(shape) if not (drop_ones and n == 1)]
+    out_shape: list[int] = []
+    out_strides: list[list[int]] = [[] for _ in strides]
+    for d in dims:
+        if out_shape and all(s[d] * shape[d] == os_[-1]
+                             for s, os_ in zip(strides, out_strides, strict=True)):
+            out_shape[-1] *= shape[d]
+            for s, os_ in zip(strides, out_strides, strict=True):
+                os_[-1] = s[d]
+        else:
+            out_shape.append(shape[d])
+            for s, os_ in zip(strides, out_strides, strict=True):
+                os_.append(s[d])
+    return tuple(out_shape), [tuple(s) for s in out_strides]
