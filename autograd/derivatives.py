@@ -159,7 +159,12 @@ class Derivative:
         for i, x in enumerate(args):
             if isinstance(x, _Tensor) and x._requires_grad:
                 fn = x.grad_fn
-                edges.append((fn, x._output_nr) if fn is not None else (grad_accumulator(x), 0))
+                if fn is None:
+                    edges.append((grad_accumulator(x), 0))
+                elif x._base is not None:   # a view: its history may need regenerating
+                    edges.append(edge_of(x))
+                else:
+                    edges.append((fn, x._output_nr))
                 slots.append((names[i], -1, x._shape, x._dtype))
         if not edges:
             return
@@ -249,6 +254,8 @@ class Derivative:
                 t._requires_grad = True
                 if i:
                     t._output_nr = i
+                if t._base is not None:  # a view: remember which history of its base it saw
+                    t._base_fn = t._base.grad_fn
 
     def _save(self, name: str, values: dict[str, Any], outputs: Sequence[Any]) -> Any:
         if name == "out":

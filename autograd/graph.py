@@ -135,10 +135,28 @@ def edge_of(t: Any) -> Edge | None:
     """The edge a gradient for ``t`` flows along, or None when ``t`` needs no gradient."""
     fn = t.grad_fn
     if fn is not None:
+        base = t._base
+        if base is not None and base.grad_fn is not t.__dict__.get("_base_fn", base.grad_fn):
+            fn = _regenerate_view_history(t, base)
         return (fn, t._output_nr)
     if t._requires_grad:
         return (grad_accumulator(t), 0)
     return None
+
+
+def _regenerate_view_history(view: Any, base: Any) -> Node:
+    """A view whose base took a new history after the view was made (an in-place op through
+    another view, or on the base itself) becomes an ``as_strided`` of the base's current
+    history, as PyTorch regenerates a view's grad_fn when its base changes."""
+    if not base.is_contiguous() or base._offset != 0:
+        return view.grad_fn  # the as_strided formula needs a contiguous base; keep the old one
+    from gputensor.kernels.registry import OPS
+    geometry = (tuple(view._shape), tuple(view._stride), view._offset)
+    view.grad_fn = None
+    view._requires_grad = False
+    view._output_nr = 0
+    OPS["as_strided"].derivative.record_call(view, (base, *geometry), {})
+    return view.grad_fn
 
 
 class SavedTensor:

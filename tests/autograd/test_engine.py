@@ -251,3 +251,22 @@ def test_grad_matches_torch_on_a_small_network(device: str) -> None:
     close(loss, tl.item())
     close(gw1.grad, tw1.grad.numpy())
     close(gw2.grad, tw2.grad.numpy())
+
+
+def test_view_taken_before_an_inplace_write_through_another_view() -> None:
+    """A view made before its base took a new history (an in-place op through another view)
+    sees that history when used, like PyTorch's regenerated view grad_fn."""
+    torch = pytest.importorskip("torch")
+
+    def run(xp):
+        x = xp.tensor(np.arange(12.0).reshape(3, 4), requires_grad=True)
+        v = xp.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x.sin() * 1
+        row = y[1]
+        y.t()[2].mul_(v)
+        (row * xp.tensor([1.0, 2.0, 3.0, 4.0], dtype=row.dtype)).sum().backward()
+        return x.grad.numpy().copy(), v.grad.numpy().copy()
+
+    (gx, gv), (tx, tv) = run(gt), run(torch)
+    np.testing.assert_allclose(gx, tx, rtol=1e-12)
+    np.testing.assert_allclose(gv, tv, rtol=1e-12)
