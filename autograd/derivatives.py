@@ -326,9 +326,6 @@ class OpNode(Node):
         self._released = True
         self.saved = {}
 
-    @property
-    def _saved_tensors(self) -> dict[str, Any]:
-        return self.saved
 
 
 _MISSING = object()

@@ -41,7 +41,7 @@ class Node:
     """A backward function in the graph (PyTorch's ``torch.autograd.graph.Node``)."""
 
     __slots__ = ("next_functions", "_seq", "_released", "_hooks", "_pre_hooks",
-                 "_tensor_pre_hooks", "_retained", "_trace", "out_meta", "__weakref__",
+                 "_tensor_pre_hooks", "_trace", "out_meta", "__weakref__",
                  "__dict__")
 
     def __init__(self, next_functions: tuple = ()) -> None:
@@ -52,7 +52,6 @@ class Node:
         self._seq = next(_sequence)
         self._released = False
         self._hooks = self._pre_hooks = self._tensor_pre_hooks = None
-        self._retained = None
         self.out_meta = None   # (shape, dtype, device) per output, to materialize zero grads
         self._trace = anomaly_mode.forward_trace() if anomaly_mode.enabled else None
 

@@ -459,7 +459,7 @@ class _FullUnpickler(_LoaderMixin, pickle.Unpickler):
 _BUILD = pickle.BUILD[0]
 
 
-def _refuse_build(self: pickle._Unpickler) -> None:
+def _guarded_build(self: pickle._Unpickler) -> None:
     target = self.stack[-2] if len(self.stack) > 1 else None
     state = self.stack[-1] if self.stack else None
     if type(target) is collections.OrderedDict and type(state) is dict and \
@@ -475,9 +475,10 @@ def _refuse_build(self: pickle._Unpickler) -> None:
 
 
 class _WeightsOnlyUnpickler(_LoaderMixin, pickle._Unpickler):
-    """weights_only=True: globals only from the allowlist, and no BUILD."""
+    """weights_only=True: globals only from the allowlist, and no BUILD beyond a state_dict's
+    ``_metadata``."""
 
-    dispatch = {**pickle._Unpickler.dispatch, _BUILD: _refuse_build}
+    dispatch = {**pickle._Unpickler.dispatch, _BUILD: _guarded_build}
 
     def find_class(self, module: str, name: str) -> Any:
         obj = _SAFE_GLOBALS.get((module, name))
