@@ -3,6 +3,9 @@
     gputensor demo [...]   the main job: train a small CNN on the bundled digits
                            (the default when no command is given; see gputensor.demo)
     gputensor tour         print the registries and devices and run a few ops
+    gputensor selftest [--device cuda|cpu] [--emulator] [-k PATTERN] [--list]
+                           check a device's kernels against the CPU backend: one row per
+                           check, a non-zero exit status when one fails (see gputensor.selftest)
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def tour() -> None:
         print(f"add of 4M float32, {label}: {1e3 * (time.perf_counter() - t0):.2f} ms")
 
 
-COMMANDS = ("demo", "tour")
+COMMANDS = ("demo", "tour", "selftest")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         argparse.ArgumentParser(prog="gputensor tour").parse_args(argv)
         tour()
         return 0
+    if command == "selftest":
+        from gputensor import selftest
+        return selftest.main(argv)
     from gputensor import demo
     return demo.main(argv)
 

@@ -508,10 +508,17 @@ class Tensor:
     def cdouble(self) -> Tensor:
         return self.to(D.complex128)
 
-    def pin_memory(self) -> Tensor:
-        out = self.clone()
-        out._storage._pinned = True
-        return out
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory (the CUDA runtime's pinned pool), which makes
+        ``.cuda(non_blocking=True)`` asynchronous; a pinned tensor returns itself."""
+        if self.device.type != "cpu":
+            raise RuntimeError(f"cannot pin '{self.type()}': only dense CPU tensors can be "
+                               f"pinned")
+        if self.is_pinned():
+            return self
+        src = self.contiguous()
+        return Tensor._make(src._storage.pin_memory(), src._dtype, src._shape, src._stride,
+                            src._offset)
 
     def is_pinned(self) -> bool:
         return self._storage.is_pinned()

@@ -73,6 +73,11 @@ CUDA_UNAVAILABLE = ("CUDA is not available: no CUDA memory driver is registered 
                     "backend needs an NVIDIA GPU with CuPy, or the CPU emulator of CUDA kernels)")
 
 
+# device type -> a function that registers its driver on first use (CUDA probes for CuPy or
+# the emulator lazily, so importing gputensor never imports CuPy).
+LAZY_INIT: dict[str, Any] = {}
+
+
 def register_driver(driver: DeviceDriver) -> None:
     """Register a device type's memory driver; the caller rebuilds the copy table afterwards."""
     DRIVERS[driver.device_type] = driver
@@ -82,6 +87,11 @@ def driver_for(device_type: str) -> DeviceDriver:
     try:
         return DRIVERS[device_type]
     except KeyError:
+        init = LAZY_INIT.pop(device_type, None)
+        if init is not None:
+            init()
+            if device_type in DRIVERS:
+                return DRIVERS[device_type]
         if device_type == "cuda":
             raise RuntimeError(CUDA_UNAVAILABLE) from None
         raise RuntimeError(f"no memory driver for device type {device_type!r}") from None

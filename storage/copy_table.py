@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .allocator import CUDA_UNAVAILABLE, DRIVERS
+from .allocator import CUDA_UNAVAILABLE, DRIVERS, LAZY_INIT
 
 # mover(dst, dst_offset, src, src_offset, count); offsets and count are in elements.
 Mover = Callable[..., None]
@@ -68,6 +68,11 @@ def copy_storage(dst, src, count: int | None = None, dst_offset: int = 0,
     """Copy ``count`` elements from ``src`` into ``dst`` (typed storages), casting as needed."""
     key = (type(src), type(dst))
     mover = COPY_TABLE.get(key)
+    if mover is None:
+        for device_type in (key[0].device_type, key[1].device_type):
+            if device_type not in DRIVERS and device_type in LAZY_INIT:
+                LAZY_INIT.pop(device_type)()  # registers the driver and rebuilds this table
+        mover = COPY_TABLE.get(key)
     if mover is None:
         raise RuntimeError(f"no copy function from {key[0].__module__}.{key[0].__name__} to "
                            f"{key[1].__module__}.{key[1].__name__}: "

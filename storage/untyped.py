@@ -10,7 +10,7 @@ import numpy as np
 from gputensor._device import device as Device
 from gputensor._device import to_device
 
-from .allocator import driver_for, host_bytes
+from .allocator import DRIVERS, driver_for, host_bytes
 
 
 class UntypedStorage:
@@ -174,10 +174,20 @@ class UntypedStorage:
         return self._shm is not None or self.device.type == "cuda"
 
     def pin_memory(self, device: Any = "cuda") -> UntypedStorage:
+        """A copy in page-locked host memory (what asynchronous host<->device copies need),
+        from the CUDA runtime's pinned pool; ordinary host memory marked pinned when no CUDA
+        runtime is active (the emulator's host memory is all alike). Pinned storages return
+        themselves."""
         if self.device.type != "cpu":
             raise RuntimeError(f"cannot pin storage on {self.device}: only CPU memory can be "
                                f"pinned")
-        out = self.clone()
+        if self._pinned:
+            return self
+        n = self.nbytes()
+        buf = _pinned_host(n)
+        buf[:] = self._host_bytes()
+        out = UntypedStorage._wrap(buf, self.device)
+        out._shm = None
         out._pinned = True
         return out
 
@@ -227,6 +237,15 @@ def _check_index(idx: int, n: int) -> int:
     if not -n <= idx < n:
         raise IndexError(f"index {idx} is out of range for storage of size {n}")
     return int(idx) % n
+
+
+def _pinned_host(nbytes: int) -> np.ndarray:
+    """``nbytes`` of pinned host memory from the active CUDA runtime, else ordinary memory."""
+    if "cuda" in DRIVERS:
+        rt = getattr(DRIVERS["cuda"], "runtime", None)
+        if rt is not None and callable(getattr(rt, "alloc_host", None)):
+            return rt.alloc_host(nbytes)
+    return np.empty(nbytes, np.uint8)
 
 
 def _host_to_storage(data: np.ndarray, dev: Device) -> UntypedStorage:

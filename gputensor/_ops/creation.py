@@ -32,7 +32,8 @@ def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
     """A new tensor on ``dev`` holding ``arr`` cast to ``dt``."""
     if dev.type == "cpu":
         return Tensor._from_np(np.array(arr, dtype=dt.np_dtype, order="C", copy=True))
-    return convert(Tensor._from_np(np.ascontiguousarray(arr)), dt, dev)
+    # np.array, not np.ascontiguousarray: that one turns a 0-d array into shape (1,).
+    return convert(Tensor._from_np(np.array(arr, order="C", copy=True)), dt, dev)
 
 
 def _infer_from_python(data: Any) -> tuple[np.ndarray, D.dtype]:

@@ -136,6 +136,9 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         if not same:
             dt = result_type(*inputs)
             dev = _core.common_device(*inputs, op_name=op.name)
+            if dev.type != "cpu":  # 0-dim CPU tensors join a device op as scalars, moved over
+                inputs = [x.to(dev) if isinstance(x, Tensor) and x._storage.device is not dev
+                          else x for x in inputs]
             shape = broadcast_shapes(*(x._shape for x in inputs if isinstance(x, Tensor)))
         rd = rule_cache.get((dt, D._default_dtype))
         if rd is None:

@@ -2,6 +2,8 @@
 ``*_like`` factories and the in-place samplers (uniform_, normal_, random_, bernoulli_, ...).
 
 Frontends validate arguments and pick the generator; sampling kernels are looked up by name.
+CUDA has its own kernels, which draw on the device from the generator's Philox state and give
+the CPU's numbers (kernels/cuda/ops/random.py), so a CPU generator may drive CUDA sampling too.
 A device whose backend has no sampling kernel gets its values drawn on the host from the same
 generator and copied over through the copy table (``convert`` / ``copy_``).
 """
@@ -31,7 +33,9 @@ def _generator(generator: Any, dev: Device) -> Generator:
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be a gputensor.Generator, not "
                         f"{type(generator).__name__}")
-    if generator.device.type != dev.type:
+    # The Philox state is device independent: a CPU generator also drives CUDA sampling (and
+    # gives the same numbers there); a CUDA generator stays with CUDA tensors.
+    if generator.device.type != dev.type and generator.device.type != "cpu":
         raise RuntimeError(f"Expected a '{dev.type}' device type for generator but found "
                            f"'{generator.device.type}'")
     return generator

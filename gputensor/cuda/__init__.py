@@ -1,46 +1,173 @@
 """gputensor.cuda: CUDA availability, devices, and the CUDA storage and tensor types.
 
-The CUDA backend (CuPy driver on real GPUs, the CPU emulator in CI) registers a memory driver for
-"cuda"; until one is registered, ``is_available()`` is False and moving data to CUDA raises a
-clear error from the copy table.
+The "cuda" device is served by one device runtime: CuPy on a machine with an NVIDIA GPU, or the
+CPU emulator of the same CUDA kernels (``GPUTENSOR_CUDA_EMULATOR=1`` or ``use_emulator()``).
+Nothing is probed at import: the first ``is_available()`` or CUDA allocation picks the runtime
+(CuPy is imported then). Without either, ``is_available()`` is False and moving data to CUDA
+raises a clear error.
+
+The PyTorch-shaped API lives in one module per concern and is re-exported here:
+devices.py (current device, properties, synchronize), memory.py (allocator statistics,
+``empty_cache``, ``memory_summary``, ``OutOfMemoryError``), streams.py (``Stream``, ``Event``,
+``stream(...)``) and random.py (seeding the CUDA default generators). ``gputensor selftest``
+(gputensor/selftest.py) checks the kernels of the device against the CPU backend.
 """
 
 from __future__ import annotations
 
+import os
+
 from gputensor._legacy import types_in
-from gputensor.storage.allocator import CUDA_UNAVAILABLE, DRIVERS
+from gputensor.kernels.cuda import device as _device
+from gputensor.storage.allocator import CUDA_UNAVAILABLE, DRIVERS, LAZY_INIT
 from gputensor.storage.typed import STORAGE_TYPES
+
+EMULATOR_ENV = "GPUTENSOR_CUDA_EMULATOR"
+_why_unavailable = ""
+
+
+def use_emulator() -> None:
+    """Serve "cuda" with the CPU emulator of the CUDA kernels (one emulated device)."""
+    from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
+
+    LAZY_INIT.pop("cuda", None)
+    if not isinstance(_device.active(), EmulatorRuntime):
+        _device.activate(EmulatorRuntime())
+
+
+def _lazy_init() -> None:
+    """Pick the runtime: the emulator when asked for, else CuPy when it sees a GPU."""
+    global _why_unavailable
+    if os.environ.get(EMULATOR_ENV, "") not in ("", "0"):
+        use_emulator()
+        return
+    from gputensor.kernels.cuda import cupy_driver
+
+    ok, why = cupy_driver.is_usable()
+    if ok:
+        _device.activate(cupy_driver.CupyRuntime())
+    else:
+        _why_unavailable = why
+
+
+LAZY_INIT["cuda"] = _lazy_init
+
+
+def _ensure() -> None:
+    init = LAZY_INIT.pop("cuda", None)
+    if init is not None:
+        init()
 
 
 def is_available() -> bool:
+    """True when a runtime serves "cuda" (CuPy with a GPU, or the emulator) with a device."""
+    _ensure()
     return "cuda" in DRIVERS and device_count() > 0
 
 
 def device_count() -> int:
+    _ensure()
     drv = DRIVERS.get("cuda")
     return drv.device_count() if drv is not None else 0
 
 
+def is_initialized() -> bool:
+    """Whether the CUDA runtime has been picked (PyTorch's lazy initialisation)."""
+    return "cuda" not in LAZY_INIT and "cuda" in DRIVERS
+
+
+def init() -> None:
+    """Initialise CUDA now (it happens on first use anyway); a clear error without CUDA."""
+    _require()
+
+
 def _require() -> None:
     if not is_available():
-        raise RuntimeError(CUDA_UNAVAILABLE)
+        raise RuntimeError(CUDA_UNAVAILABLE + (f" ({_why_unavailable})" if _why_unavailable
+                                               else ""))
 
 
-def current_device() -> int:
-    _require()
-    return 0
+def why_unavailable() -> str:
+    """Why ``is_available()`` is False ("" when it is True)."""
+    if is_available():
+        return ""
+    return _why_unavailable or CUDA_UNAVAILABLE
 
 
-def synchronize(device: object = None) -> None:
-    _require()
-    DRIVERS["cuda"].synchronize()
+# The public API, one module per concern (each initialises CUDA lazily on first call).
+from gputensor.kernels.cuda import cast as _cast  # noqa: E402,F401  (declares cast.cu)
+from gputensor.kernels.cuda import storage_driver as _storage_driver  # noqa: E402
+
+from . import memory, random, streams  # noqa: E402
+from .devices import (  # noqa: E402
+    _CudaDeviceProperties,
+    current_device,
+    device,
+    device_of,
+    get_device_capability,
+    get_device_name,
+    get_device_properties,
+    is_bf16_supported,
+    runtime_name,
+    set_device,
+    synchronize,
+)
+from .memory import (  # noqa: E402
+    OutOfMemoryError,
+    empty_cache,
+    max_memory_allocated,
+    memory_allocated,
+    memory_reserved,
+    memory_stats,
+    memory_summary,
+    reset_max_memory_allocated,
+    reset_peak_memory_stats,
+)
+from .random import (  # noqa: E402
+    get_rng_state,
+    get_rng_state_all,
+    initial_seed,
+    manual_seed,
+    manual_seed_all,
+    seed,
+    seed_all,
+    set_rng_state,
+    set_rng_state_all,
+)
+from .streams import (  # noqa: E402
+    Event,
+    Stream,
+    StreamContext,
+    current_stream,
+    default_stream,
+    set_stream,
+    stream,
+)
+
+__all__ = [
+    "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
+    "default_stream", "device", "device_count", "device_of", "empty_cache",
+    "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
+    "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported",
+    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory",
+    "memory_allocated", "memory_reserved", "memory_stats", "memory_summary", "random",
+    "reset_max_memory_allocated", "reset_peak_memory_stats", "runtime_name", "seed",
+    "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
+    "streams", "synchronize", "use_emulator", "why_unavailable", "_CudaDeviceProperties",
+]
+
+# Copies through the "cuda" storage driver are ordered on the current stream.
+_storage_driver.STREAM_HOOK = streams.raw_current_stream
 
 
-def get_device_name(device: object = None) -> str:
-    _require()
-    return DRIVERS["cuda"].device_name(0)
+def __getattr__(name: str) -> object:
+    if name == "default_generators":  # a tuple in PyTorch: one generator per device
+        return random.all_default_generators()
+    raise AttributeError(f"module 'gputensor.cuda' has no attribute {name!r}")
 
 
 globals().update({cls.__name__: cls for (_dt, dev), cls in STORAGE_TYPES.items()
                   if dev == "cuda"})
 globals().update(types_in("gputensor.cuda"))
+__all__.extend(cls.__name__ for (_dt, dev), cls in STORAGE_TYPES.items() if dev == "cuda")
+__all__.extend(types_in("gputensor.cuda"))

@@ -22,10 +22,13 @@ from __future__ import annotations
 import ctypes
 import importlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .emulator.build import Param, parse_kernels
+from .emulator.launch import scalar_value
 from .runtime import (
     AllocationTable,
     DeviceProperties,
@@ -55,6 +58,44 @@ def is_usable() -> tuple[bool, str]:
     if count < 1:
         return False, "no CUDA device found"
     return True, ""
+
+
+@dataclass(frozen=True)
+class CupyModule:
+    raw: Any                                 # cupy.RawModule
+    params: dict[str, tuple[Param, ...]]     # extern "C" kernels' parameters, from the source
+
+
+@dataclass(frozen=True)
+class CupyKernel:
+    function: Any                    # cupy.RawKernel
+    name: str
+    params: tuple[Param, ...] | None  # None for template instantiations (name expressions)
+
+
+def _kernel_args(kernel: CupyKernel, args: Sequence[Any]) -> tuple:
+    """Arguments as CuPy must receive them: RawKernel packs a NumPy scalar by its own dtype
+    (a Python float would fill a ``float`` parameter with a double's bytes), so each scalar is
+    converted to its declared parameter type, checked like the emulator's launcher; a pointer
+    parameter takes the address as a uint64."""
+    params = kernel.params
+    if params is None:
+        return tuple(np.uint64(int(a)) if isinstance(a, DevicePtr) else
+                     (np.uint64(0) if a is None else a) for a in args)
+    if len(args) != len(params):
+        raise TypeError(f"kernel '{kernel.name}' takes {len(params)} arguments "
+                        f"({', '.join(p.ctype + ' ' + p.name for p in params)}), "
+                        f"got {len(args)}")
+    out = []
+    for p, a in zip(params, args, strict=True):
+        if p.pointer:
+            if a is not None and not isinstance(a, DevicePtr):
+                raise TypeError(f"kernel '{kernel.name}', parameter '{p.name}' ({p.ctype}): "
+                                f"expected a DevicePtr, got {type(a).__name__}")
+            out.append(np.uint64(0 if a is None else int(a)))
+        else:
+            out.append(scalar_value(kernel.name, p, a))
+    return tuple(out)
 
 
 def _host_ptr(arr: np.ndarray) -> ctypes.c_void_p:
@@ -131,25 +172,24 @@ class CupyRuntime:
 
     # -- kernels -----------------------------------------------------------------------------
     def compile(self, source: str, name: str, options: Sequence[str] = (),
-                name_expressions: Sequence[str] = ()) -> Any:
-        return self.cp.RawModule(code=source, options=tuple(options),
-                                 name_expressions=list(name_expressions) or None)
+                name_expressions: Sequence[str] = ()) -> CupyModule:
+        raw = self.cp.RawModule(code=source, options=tuple(options),
+                                name_expressions=list(name_expressions) or None)
+        return CupyModule(raw, parse_kernels(source))
 
-    def get_kernel(self, module: Any, name: str) -> Any:
-        return module.get_function(name)
+    def get_kernel(self, module: CupyModule, name: str) -> CupyKernel:
+        return CupyKernel(module.raw.get_function(name), name, module.params.get(name))
 
-    def launch(self, kernel: Any, grid: int | Sequence[int], block: int | Sequence[int],
+    def launch(self, kernel: CupyKernel, grid: int | Sequence[int], block: int | Sequence[int],
                shared_bytes: int, args: Sequence[Any], stream: Any = None) -> None:
-        # A pointer parameter is 8 bytes: passing the address as a NumPy uint64 scalar fills it.
-        cargs = tuple(np.uint64(int(a)) if isinstance(a, DevicePtr) else
-                      (np.uint64(0) if a is None else a) for a in args)
+        cargs = _kernel_args(kernel, args)
         grid = (grid,) if isinstance(grid, int) else tuple(grid)
         block = (block,) if isinstance(block, int) else tuple(block)
         if stream is None:  # the current stream
-            kernel(grid, block, cargs, shared_mem=shared_bytes)
+            kernel.function(grid, block, cargs, shared_mem=shared_bytes)
         else:
             with stream:
-                kernel(grid, block, cargs, shared_mem=shared_bytes)
+                kernel.function(grid, block, cargs, shared_mem=shared_bytes)
 
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> Any:

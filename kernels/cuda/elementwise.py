@@ -13,8 +13,9 @@ float16/bfloat16 compute in float (like the CPU backend); float literals take th
 (double for integer compute, where Numba would also compute in float64). Integer operands are
 widened to 64 bits (unsigned for uint8), as Numba types integer arithmetic, so overflowing
 intermediates that reach a comparison or a float agree with the CPU; stores truncate. Complex
-dtypes are not covered. Nothing here is registered with a backend: ``run_elementwise`` compiles
-(cached) and launches through the CPU emulator on host arrays.
+dtypes compute in ``gt::complex`` (complex.cuh); complex scalars and params travel as two real
+kernel parameters. ``run_elementwise`` compiles (cached) and launches through the CPU emulator
+on host arrays; kernels/cuda/ops/elementwise.py launches the same kernels on device tensors.
 """
 
 from __future__ import annotations
@@ -44,11 +45,13 @@ EMULATOR_FLAGS = ("-fwrapv",)  # signed overflow wraps, as on the GPU and in Num
 CTYPES: dict[D.dtype, str] = {
     D.bool: "bool", D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short",
     D.int32: "int", D.int64: "long long", D.float16: "__half", D.bfloat16: "__nv_bfloat16",
-    D.float32: "float", D.float64: "double",
+    D.float32: "float", D.float64: "double", D.complex64: "gt::complex<float>",
+    D.complex128: "gt::complex<double>",
 }
 _SHORT = {D.bool: "b", D.uint8: "u8", D.int8: "i8", D.int16: "i16", D.int32: "i32",
           D.int64: "i64", D.float16: "f16", D.bfloat16: "bf16", D.float32: "f32",
-          D.float64: "f64"}
+          D.float64: "f64", D.complex64: "c64", D.complex128: "c128"}
+_COMPLEX_PART = {D.complex64: "float", D.complex128: "double"}
 _HALF = (D.float16, D.bfloat16)
 
 # Vocabulary names (kernels/cpu/scalar_fns.py) and their device functions in scalar_fns.cuh.
@@ -203,14 +206,24 @@ class KernelSpec:
 
 
 def compute_ctype(compute: D.dtype) -> str:
-    """The C type a kernel computes in (and takes scalars and params in)."""
+    """The C type a kernel computes in (and takes real scalars and params in)."""
     return "float" if compute in _HALF else CTYPES[compute]
+
+
+def _scalar_args(name: str, compute: D.dtype) -> tuple[list[str], str]:
+    """Kernel parameters carrying one scalar, and the C expression rebuilding it: complex
+    scalars travel as two real parameters (kernels take no struct arguments)."""
+    part = _COMPLEX_PART.get(compute)
+    if part is None:
+        return [f"{compute_ctype(compute)} {name}"], name
+    return ([f"{part} {name}_re", f"{part} {name}_im"],
+            f"{CTYPES[compute]}({name}_re, {name}_im)")
 
 
 def _check_dtype(d: D.dtype, what: str, op_name: str) -> None:
     if d not in CTYPES:
         raise TypeError(f"CUDA elementwise kernel for '{op_name}': {what} dtype {d} is not "
-                        f"supported (complex dtypes are not covered)")
+                        f"supported")
 
 
 def kernel_source(spec: KernelSpec) -> str:
@@ -222,16 +235,26 @@ def kernel_source(spec: KernelSpec) -> str:
             _check_dtype(d, "input", spec.op_name)
     body = render_expr(spec.expr, spec.params, len(spec.inputs), spec.op_name)
     ct = compute_ctype(spec.compute)
-    ft = ct if spec.compute.is_floating_point else "double"
+    ft = _COMPLEX_PART.get(spec.compute) or (ct if spec.compute.is_floating_point else "double")
     # Numba computes integer arithmetic in 64 bits (uint64 for unsigned types): widen the same
     # way, so intermediates that reach a float or a comparison agree; stores truncate.
     wide = {D.bool: "bool", D.uint8: "unsigned long long"}.get(
-        spec.compute, ct if spec.compute.is_floating_point else "long long")
+        spec.compute, ct if spec.compute.is_floating_point or spec.compute.is_complex
+        else "long long")
     args = [f"{CTYPES[spec.out]}* __restrict__ out"]
+    scalar_decls = ""
     for name, d in zip(INPUT_NAMES, spec.inputs, strict=False):
-        args.append(f"const {CTYPES[d]}* __restrict__ {name.upper()}" if d is not None
-                    else f"{ct} {name}_in")
-    args += [f"{ct} p_{p}" for p in spec.params]
+        if d is not None:
+            args.append(f"const {CTYPES[d]}* __restrict__ {name.upper()}")
+        else:
+            params, value = _scalar_args(f"{name}_in", spec.compute)
+            args += params
+            scalar_decls += f"    const scalar_t {name} = {value};\n"
+    for p in spec.params:
+        params, value = _scalar_args(f"p_{p}", spec.compute)
+        args += params
+        if value != f"p_{p}":  # complex: rebuilt from its two parts
+            scalar_decls += f"    const scalar_t p_{p} = {value};\n"
     args += ["long long n", "const long long* __restrict__ meta"]
     arrays = [(n, d) for n, d in zip(INPUT_NAMES, spec.inputs, strict=False) if d is not None]
     flat_loads = "".join(f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[i]);\n"
@@ -243,8 +266,6 @@ def kernel_source(spec: KernelSpec) -> str:
     strided_loads = "".join(
         f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[o{k + 1}]);\n"
         for k, (n, _) in enumerate(arrays))
-    scalar_decls = "".join(f"    const scalar_t {n} = {n}_in;\n"
-                           for n, d in zip(INPUT_NAMES, spec.inputs, strict=False) if d is None)
     out_t = CTYPES[spec.out]
     return (
         f"// {spec.op_name}: {spec.expr}\n"
@@ -353,6 +374,16 @@ def spec_for(op: OpDef, out: np.ndarray, inputs: Sequence[Any], compute: D.dtype
                       compute, ins)
 
 
+def scalar_args(value: Any, compute: D.dtype) -> list[Any]:
+    """A scalar's kernel arguments: one number, or (real, imag) for complex compute."""
+    if compute in _COMPLEX_PART:
+        if isinstance(value, np.ndarray):
+            value = value.reshape(-1)[0]
+        z = np.array(value).astype(compute.np_dtype)[()]
+        return [float(z.real), float(z.imag)]
+    return [_scalar_param(value, compute)]
+
+
 def _scalar_param(value: Any, compute: D.dtype) -> Any:
     """A scalar in the compute type, as a Python number the emulator's launcher accepts
     (out-of-range ints wrap like PyTorch's casts; float16/bfloat16 compute in float)."""
@@ -360,7 +391,7 @@ def _scalar_param(value: Any, compute: D.dtype) -> Any:
         value = value.reshape(-1)[0]
     cdt = np.dtype(np.float32) if compute in _HALF else compute.np_dtype
     if isinstance(value, (complex, np.complexfloating)):
-        raise TypeError(f"complex scalar {value!r}: complex dtypes are not covered")
+        value = value.real  # PyTorch casts a complex scalar to a real type by its real part
     with np.errstate(over="ignore", invalid="ignore"):
         v = np.array(value).astype(cdt)[()]
     if cdt.kind == "b":
@@ -434,8 +465,9 @@ def run_elementwise(op: OpDef, out: np.ndarray, inputs: Sequence[Any], params: S
         arrays = [a.reshape(-1) for a in arrays]
     it = iter(arrays[1:])
     args: list[Any] = [arrays[0]]
-    args += [next(it) if d is not None else _scalar_param(x, compute)
-             for x, d in zip(inputs, spec.inputs, strict=True)]
-    args += [_scalar_param(p, compute) for p in params]
+    for x, d in zip(inputs, spec.inputs, strict=True):
+        args += [next(it)] if d is not None else scalar_args(x, compute)
+    for p in params:
+        args += scalar_args(p, compute)
     grid, block = launch_config(n)
     _module_for(spec).launch(spec.kernel_name, grid, block, [*args, n, meta])

@@ -172,10 +172,12 @@ class EmulatorRuntime:
     # -- kernels -----------------------------------------------------------------------------
     def compile(self, source: str, name: str, options: Sequence[str] = (),
                 name_expressions: Sequence[str] = ()) -> Module:
-        """Build a module. ``options`` are NVRTC flags: the emulator keeps ``-D``/``-I`` ones;
-        ``name_expressions`` (template instantiations) are not launchable in the emulator."""
-        flags = [o for o in options if o.startswith(("-D", "-I"))]
-        return compile_source(source, name, flags)
+        """Build a module. ``options`` are NVRTC flags: the emulator keeps ``-D``/``-I`` ones
+        and g++'s ``-f``/``-O`` ones, and always adds -fwrapv (signed overflow wraps, as on the
+        GPU); ``name_expressions`` (template instantiations) are not launchable here."""
+        flags = [o for o in options if o.startswith(("-D", "-I", "-O"))
+                 or (o.startswith("-f") and not o.startswith("-fmad"))]
+        return compile_source(source, name, ["-fwrapv", *flags])
 
     def get_kernel(self, module: Module, name: str) -> EmulatorKernel:
         if name not in module.kernels:

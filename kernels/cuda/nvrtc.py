@@ -214,7 +214,8 @@ def compile_program(source: str, name: str, arch: str = "sm_90", *,
         log = log.rstrip(b"\0").decode(errors="replace")
         if code != 0:
             what = lib.nvrtcGetErrorString(code).decode()
-            raise NvrtcError(f"NVRTC could not compile {name!r} for {arch} ({what}):\n{log}",
+            raise NvrtcError(f"NVRTC could not compile {name!r} for {arch} ({what}):\n{log}\n"
+                             f"{numbered_excerpt(source, name, log)}",
                              name=name, log=log, code=code)
         ptx = _get(lib, prog, "nvrtcGetPTXSize", "nvrtcGetPTX", name).rstrip(b"\0").decode()
         cubin = (_get(lib, prog, "nvrtcGetCUBINSize", "nvrtcGetCUBIN", name)
@@ -229,6 +230,25 @@ def compile_program(source: str, name: str, arch: str = "sm_90", *,
                        lowered_names=lowered)
     finally:
         lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+def numbered_excerpt(source: str, name: str, log: str, context: int = 3) -> str:
+    """The lines of ``source`` the compile log points at (``name(LINE): error``), numbered,
+    with ``context`` lines around each; the whole numbered source when no line is named."""
+    lines = source.splitlines()
+    hits = sorted({int(m) for m in re.findall(rf"{re.escape(name)}\((\d+)\)", log)})
+    keep = sorted({k for h in hits for k in range(max(1, h - context),
+                                                   min(len(lines), h + context) + 1)})
+    if not keep:
+        keep = list(range(1, len(lines) + 1))
+    out, prev = [], 0
+    for k in keep:
+        if prev and k != prev + 1:
+            out.append("     ...")
+        mark = ">" if k in hits else " "
+        out.append(f"{mark}{k:5d} | {lines[k - 1]}")
+        prev = k
+    return "source:\n" + "\n".join(out)
 
 
 def compile_ptx(source: str, name: str, arch: str = "sm_90", *,

@@ -4,8 +4,9 @@
 // renders to the same semantics on both backends: PyTorch's answers where C leaves a case
 // undefined (INT_MIN / -1, shifts out of [0, 64), integer division by zero gives 0 as Numba's
 // numpy error model does), sign(nan) = 0, relu keeping NaN and -0.0, nan_to_num, predicates on
-// integers. Real types only (bool, 8/16/32/64-bit ints, float, double); float16/bfloat16
-// operands are computed in float by the generated kernels. Complex is not covered.
+// integers. Real types here (bool, 8/16/32/64-bit ints, float, double; float16/bfloat16
+// operands are computed in float by the generated kernels); complex.cuh, included at the end,
+// overloads the vocabulary for gt::complex<float> / gt::complex<double>.
 //
 // Integer results of +, -, *, shifts and powers wrap (the kernels compute them in 64 bits or in
 // C's promoted int and truncate on store, which keeps the same low bits as Numba's int64).
@@ -25,6 +26,11 @@ template <> struct is_signed_int<float> { static constexpr bool value = false; }
 template <> struct is_signed_int<double> { static constexpr bool value = false; };
 template <class T> struct is_bool { static constexpr bool value = false; };
 template <> struct is_bool<bool> { static constexpr bool value = true; };
+template <class T> struct is_uint8 { static constexpr bool value = false; };
+template <> struct is_uint8<unsigned char> { static constexpr bool value = true; };
+template <class T> struct complex;  // complex.cuh
+template <class T> struct is_complex { static constexpr bool value = false; };
+template <class T> struct is_complex<complex<T>> { static constexpr bool value = true; };
 
 // ---- loads and stores: float16/bfloat16 travel as float -----------------------------------
 template <class C, class T>
@@ -40,7 +46,13 @@ __device__ __forceinline__ C load(__nv_bfloat16 x) {
 // outside the ops' meaningful domain and are not part of the shared semantics.
 template <class O, class V>
 __device__ __forceinline__ O store(V v) {
-    if constexpr (is_float<V>::value && !is_float<O>::value && !is_bool<O>::value) {
+    if constexpr (is_float<V>::value && is_uint8<O>::value) {
+        // uint8 through int64, as PyTorch converts it on either device: -2.0 wraps to 254.
+        if (v != v) return O(0);
+        if (v >= (V)9.2233720368547758e18 || v <= (V)-9.2233720368547758e18) return O(0);
+        return static_cast<O>(static_cast<long long>(v));
+    } else if constexpr (is_float<V>::value && !is_float<O>::value && !is_bool<O>::value &&
+                         !is_complex<O>::value) {
         if (v != v) return O(0);
         constexpr bool sgn = O(-1) < O(0);
         constexpr double top = (double)(1ULL << (8 * sizeof(O) - (sgn ? 1 : 0)));  // max + 1
@@ -343,3 +355,5 @@ template <class T, class P> __device__ __forceinline__ T nan_to_num(T a, P nan, 
 }
 
 }  // namespace gt
+
+#include "complex.cuh"

@@ -9,15 +9,22 @@ runtime's caching allocator when the last storage holding it goes away. Register
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from gputensor.storage.allocator import CPUDriver
-
+from . import cast as _cast
 from .runtime import DevicePtr
 
-_HOST = CPUDriver()
+
+def _no_stream() -> Any:
+    return None
+
+
+# Returns the runtime stream copies and casts are ordered on (None: the default stream);
+# gputensor.cuda points it at the current stream of ``gt.cuda.stream(...)``.
+STREAM_HOOK: Callable[[], Any] = _no_stream
 
 
 class DeviceBuffer:
@@ -69,21 +76,25 @@ class RuntimeStorageDriver:
         self._check_range(buf, byte_offset, nbytes, "read")
         out = np.empty(nbytes, np.uint8)
         if nbytes:
-            self.runtime.memcpy_dtoh(out, buf.ptr + byte_offset)
+            stream = STREAM_HOOK()
+            self.runtime.memcpy_dtoh(out, buf.ptr + byte_offset, stream)
+            if stream is not None:
+                stream.synchronize()  # the host reads ``out`` next
         return out
 
     def from_host(self, buf: DeviceBuffer, byte_offset: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         self._check_range(buf, byte_offset, raw.nbytes, "write")
         if raw.nbytes:
-            self.runtime.memcpy_htod(buf.ptr + byte_offset, raw)
+            self.runtime.memcpy_htod(buf.ptr + byte_offset, raw, STREAM_HOOK())
 
     def copy(self, dst: DeviceBuffer, dst_offset: int, src: DeviceBuffer, src_offset: int,
              nbytes: int) -> None:
         self._check_range(src, src_offset, nbytes, "copy source")
         self._check_range(dst, dst_offset, nbytes, "copy destination")
         if nbytes:
-            self.runtime.memcpy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, nbytes)
+            self.runtime.memcpy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, nbytes,
+                                     STREAM_HOOK())
 
     def cast(self, dst: DeviceBuffer, dst_offset: int, dst_dtype: np.dtype, src: DeviceBuffer,
              src_offset: int, src_dtype: np.dtype, count: int) -> None:
@@ -92,12 +103,18 @@ class RuntimeStorageDriver:
         if dst_dtype == src_dtype:
             self.copy(dst, dst_offset, src, src_offset, count * src_dtype.itemsize)
             return
-        # Staged through the host with the CPU driver's casting rules until a cast kernel
-        # exists; the result is identical to a CPU cast by construction.
-        host_src = self.to_host(src, src_offset, count * src_dtype.itemsize)
-        host_dst = np.empty(count * dst_dtype.itemsize, np.uint8)
-        _HOST.cast(host_dst, 0, dst_dtype, host_src, 0, src_dtype, count)
-        self.from_host(dst, dst_offset, host_dst)
+        src_ptr, dst_ptr = src.ptr + src_offset, dst.ptr + dst_offset
+        src_bytes, dst_bytes = count * src_dtype.itemsize, count * dst_dtype.itemsize
+        self._check_range(src, src_offset, src_bytes, "cast source")
+        self._check_range(dst, dst_offset, dst_bytes, "cast destination")
+        tmp = None
+        if src_ptr < dst_ptr + dst_bytes and dst_ptr < src_ptr + src_bytes:
+            # Overlapping ranges (a storage cast into itself): read from a device copy.
+            tmp = DeviceBuffer(self.runtime, src_bytes)
+            self.runtime.memcpy_dtod(tmp.ptr, src_ptr, src_bytes, STREAM_HOOK())
+            src_ptr = tmp.ptr
+        _cast.cast(self.runtime, dst_ptr, dst_dtype, src_ptr, src_dtype, count, STREAM_HOOK())
+        del tmp  # the pool orders the block's reuse after the launch
 
     # -- what gputensor.cuda asks of the "cuda" driver ---------------------------------------
     def device_count(self) -> int:

@@ -220,11 +220,12 @@ def test_scatter_reduce_gradients_match_torch(reduce: str, include_self: bool,
         base += 0.25  # see test_scatter_reduce_excluded_self_is_no_tie
     w = np.random.default_rng(0).uniform(0.5, 1.5, (2, 4))
     grads = []
-    for lib in (gt, torch):
-        a = lib.tensor(base, dtype=lib.float64, requires_grad=True)
-        b = lib.tensor(src, dtype=lib.float64, requires_grad=True)
-        y = a.scatter_reduce(0, lib.tensor(index), b, reduce, include_self=include_self)
-        (y * lib.tensor(w)).sum().backward()
+    for lib, dev in ((gt, device), (torch, "cpu")):
+        a = lib.tensor(base, dtype=lib.float64, device=dev, requires_grad=True)
+        b = lib.tensor(src, dtype=lib.float64, device=dev, requires_grad=True)
+        y = a.scatter_reduce(0, lib.tensor(index, device=dev), b, reduce,
+                             include_self=include_self)
+        (y * lib.tensor(w, device=dev)).sum().backward()
         grads.append((a.grad, b.grad))
     assert_close(grads[0][0], grads[1][0])
     assert_close(grads[0][1], grads[1][1])

@@ -146,7 +146,7 @@ TORCH_CASES: dict[str, tuple[Callable, list]] = {
 def test_float32_gradients_match_torch(name: str, device: str) -> None:
     fn, shapes = TORCH_CASES[name]
     xs = leaves(shapes, device, seed=2, dtype=np.float32)
-    ts = [torch.tensor(x.detach().numpy(), requires_grad=True) for x in xs]
+    ts = [torch.tensor(x.detach().cpu().numpy(), requires_grad=True) for x in xs]
     out, tout = fn(gt, *xs), fn(torch, *ts)
     w = np.random.default_rng(3).uniform(-1, 1, tuple(tout.shape)).astype(np.float32)
     grads = gt.autograd.grad(out, xs, gt.tensor(w, device=device))

@@ -287,8 +287,9 @@ def test_errors() -> None:
         E.run_elementwise(op, out, [np.zeros((3, 3), np.float32), 1.0], (1,), D.float32)
     with pytest.raises(TypeError, match="expected params"):
         E.run_elementwise(op, out, [out, 1.0], (), D.float32)
-    with pytest.raises(TypeError, match="complex"):
-        E.kernel_source(E.KernelSpec("add", "a + b", (), D.complex64, D.complex64,
-                                     (D.complex64, D.complex64)))
+    # complex kernels render (gt::complex), their scalars as (re, im) parameter pairs
+    src = E.kernel_source(E.KernelSpec("add", "a + alpha * b", ("alpha",), D.complex64,
+                                       D.complex64, (D.complex64, None)))
+    assert "float b_in_re, float b_in_im, float p_alpha_re, float p_alpha_im" in src
     with pytest.raises(ValueError, match="no elementwise expression"):
         E.spec_for(OPS["matmul"], out, [out, out], D.float32)

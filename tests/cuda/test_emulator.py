@@ -378,7 +378,7 @@ def test_disk_cache_reuse(tmp_path, monkeypatch):
     real = build._invoke_compiler
     monkeypatch.setattr(build, "_invoke_compiler", lambda cmd: (calls.append(cmd), real(cmd)))
     mod = compile_source(src, "cache_probe")
-    assert len(calls) == 2  # runtime object + module
+    assert len(calls) == 2  # runtime library + module
     clear_memory_cache()
 
     def no_compiler(cmd):

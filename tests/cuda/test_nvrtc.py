@@ -18,9 +18,11 @@ _OK, _WHY = nvrtc.availability()
 pytestmark = pytest.mark.skipif(not _OK, reason=f"NVRTC wheel not installed: {_WHY}")
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted([*(ROOT / "tests" / "cuda" / "kernels").rglob("*.cu"),
-                  *(ROOT / "kernels" / "cuda").rglob("*.cu")])
+# Stand-alone test kernels with non-template entry points; the backend's .cu files hold
+# templates whose entry points CudaSource generates (tested below, per source).
+SOURCES = sorted((ROOT / "tests" / "cuda" / "kernels").rglob("*.cu"))
 ARCHS = ("sm_80", "sm_90")
+BACKEND_ARCHS = ("sm_70", "sm_80", "sm_90")
 _ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.M)
 
 
@@ -31,6 +33,46 @@ def _entries(ptx: str) -> set[str]:
 def test_sources_found():
     assert {p.name for p in SOURCES} >= {"vector_add.cu", "reduce.cu", "matmul.cu", "misc.cu",
                                          "templates.cu"}
+
+
+def _backend_sources() -> list:
+    from gputensor.kernels.cuda import ops  # noqa: F401 - declares every CudaSource
+    from gputensor.kernels.cuda.device import SOURCES as BACKEND
+
+    return BACKEND
+
+
+def test_every_backend_cu_file_is_declared():
+    """Each kernels/cuda/*.cu is a CudaSource, so the loop below compiles all of them."""
+    files = {p.name for p in (ROOT / "kernels" / "cuda").glob("*.cu")}
+    assert files <= {s.filename for s in _backend_sources()}
+
+
+@pytest.mark.parametrize("arch", BACKEND_ARCHS)
+def test_backend_sources_compile_for_real_gpus(arch: str):
+    """Every CUDA-backend source with all its instantiations compiles for sm_70/80/90, and
+    every instantiated kernel is an (unmangled, extern "C") entry point."""
+    for src in _backend_sources():
+        prog = src.nvrtc_check(arch)
+        assert re.search(rf"^\.target\s+{arch}\b", prog.ptx, re.M)
+        assert prog.cubin[:4] == b"\x7fELF"
+        assert set(src.kernel_names) <= _entries(prog.ptx), src.filename
+
+
+def test_backend_compile_error_shows_numbered_source_and_specialisations():
+    from gputensor.kernels.cuda.device import SOURCES as BACKEND
+    from gputensor.kernels.cuda.device import CudaSource
+
+    bad = CudaSource("common.cuh")
+    try:
+        bad.instantiate("broken_{s}", "{T}* x", "undefined_fn(x)", [{"s": "f32", "T": "float"}])
+        with pytest.raises(nvrtc.NvrtcError) as info:
+            bad.nvrtc_check("sm_80")
+    finally:
+        BACKEND.remove(bad)
+    msg = str(info.value)
+    assert "undefined_fn" in msg and "specialised for: broken_f32" in msg
+    assert re.search(r">\s*\d+ \| extern \"C\" __global__ void broken_f32", msg)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -184,3 +226,34 @@ def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
     prog = nvrtc.compile_program(cuda_ew.module_source(specs), "elementwise_all.cu", arch=arch)
     entries = set(re.findall(r"\.entry\s+(\w+)", prog.ptx))
     assert {s.kernel_name for s in specs} <= entries
+
+
+# Elementwise ops with complex semantics (ops whose expressions order values, like relu's
+# backward, reject complex on every backend).
+COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs", "sgn", "_square",
+               "_conj", "reciprocal", "_where", "_copy", "nan_to_num", "exp", "exp2", "expm1",
+               "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin",
+               "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "silu", "isnan", "isinf",
+               "isfinite", "eq", "ne", "_isclose", "logical_and", "logical_or", "logical_xor",
+               "logical_not", "_abs_error")
+
+
+@pytest.mark.parametrize("arch", ["sm_70", "sm_90"])
+def test_complex_elementwise_kernels_compile_for_real_gpus(arch: str):
+    import numpy as np
+
+    import gputensor as gt
+    from gputensor._ops.elementwise import _rule_dtypes
+    from gputensor.kernels.cuda import elementwise as cuda_ew
+    from gputensor.kernels.registry import OPS
+
+    specs = []
+    for name in COMPLEX_OPS:
+        op = OPS[name]
+        for dt in (gt.complex64, gt.complex128):
+            compute, out_dt = _rule_dtypes(op, dt)
+            ins = [np.ones(4, dtype=np.bool_ if name == "_where" and i == 0 else dt.np_dtype)
+                   for i in range(op.arity)]
+            specs.append(cuda_ew.spec_for(op, np.empty(4, out_dt.np_dtype), ins, compute))
+    prog = nvrtc.compile_program(cuda_ew.module_source(specs), "complex_all.cu", arch=arch)
+    assert {s.kernel_name for s in specs} <= set(re.findall(r"\.entry\s+(\w+)", prog.ptx))

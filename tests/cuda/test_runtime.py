@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import gc
 import sys
 import types
 import weakref
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ from gputensor.kernels.cuda.runtime import (
 )
 from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
 from gputensor.storage import STORAGE_TYPES, copy_table
-from gputensor.storage.allocator import DRIVERS, CPUDriver
+from gputensor.storage.allocator import DRIVERS, LAZY_INIT, CPUDriver
 
 KERNELS = Path(__file__).parent / "kernels"
 
@@ -323,18 +325,34 @@ def test_adapter_buffers_free_when_collected(drv) -> None:
     assert ref() is None and rt.memory_allocated() == 0 and rt.memory_reserved() == 1024
 
 
-@pytest.fixture
-def registered_cuda():
-    """The adapter registered as the "cuda" driver for one test, then removed again."""
-    assert "cuda" not in DRIVERS, "a CUDA driver is already registered"
-    drv = RuntimeStorageDriver(EmulatorRuntime())
-    DRIVERS["cuda"] = drv
+@contextlib.contextmanager
+def _no_cuda_driver() -> Iterator[None]:
+    """No "cuda" driver registered (nor a lazy initialiser that would register one) inside the
+    block; the session's own state is put back afterwards. CI runs the suite with the emulator
+    serving "cuda" (GPUTENSOR_CUDA_EMULATOR=1), so these tests must not assume a bare process."""
+    saved_driver = DRIVERS.pop("cuda", None)
+    saved_init = LAZY_INIT.pop("cuda", None)
     copy_table.rebuild(list(STORAGE_TYPES.values()))
     try:
-        yield drv
+        yield
     finally:
-        del DRIVERS["cuda"]
+        DRIVERS.pop("cuda", None)
+        if saved_driver is not None:
+            DRIVERS["cuda"] = saved_driver
+        if saved_init is not None:
+            LAZY_INIT["cuda"] = saved_init
         copy_table.rebuild(list(STORAGE_TYPES.values()))
+
+
+@pytest.fixture
+def registered_cuda() -> Iterator[RuntimeStorageDriver]:
+    """The adapter registered as the "cuda" driver for one test, then removed again."""
+    with _no_cuda_driver():
+        assert "cuda" not in DRIVERS, "a CUDA driver is already registered"
+        drv = RuntimeStorageDriver(EmulatorRuntime())
+        DRIVERS["cuda"] = drv
+        copy_table.rebuild(list(STORAGE_TYPES.values()))
+        yield drv
 
 
 def test_storages_move_through_the_registered_adapter(registered_cuda) -> None:
@@ -377,9 +395,10 @@ def test_copy_table_gains_and_loses_cuda_pairs(registered_cuda) -> None:
 
 
 def test_cuda_stays_unavailable_without_registration() -> None:
-    assert "cuda" not in DRIVERS and not gt.cuda.is_available()
-    assert (STORAGE_TYPES[gt.float32, "cpu"], STORAGE_TYPES[gt.float32, "cuda"]) \
-        not in copy_table.COPY_TABLE
+    with _no_cuda_driver():
+        assert "cuda" not in DRIVERS and not gt.cuda.is_available()
+        assert (STORAGE_TYPES[gt.float32, "cpu"], STORAGE_TYPES[gt.float32, "cuda"]) \
+            not in copy_table.COPY_TABLE
 
 
 # -- the CuPy driver against a fake cupy ----------------------------------------------------------
@@ -596,8 +615,8 @@ def test_cupy_compile_launch_events_and_gemm(fake_cupy) -> None:
     from gputensor.kernels.cuda.cupy_driver import CupyRuntime
 
     rt = CupyRuntime()
-    mod = rt.compile("__global__ void k(float* x) {}", "m", options=("-std=c++17",),
-                     name_expressions=("k<float>",))
+    src = 'extern "C" __global__ void k(float* x, const int* y, float s, int n) {}'
+    mod = rt.compile(src, "m", options=("-std=c++17",), name_expressions=("k<float>",))
     assert fake_cupy.log[-1] == ("RawModule", ("-std=c++17",), ["k<float>"])
     rt.compile("", "m2")
     assert fake_cupy.log[-1] == ("RawModule", (), None)
@@ -606,13 +625,22 @@ def test_cupy_compile_launch_events_and_gemm(fake_cupy) -> None:
     s = rt.create_stream()
     start, end = rt.create_event(), rt.create_event()
     start.record(s)
-    rt.launch(k, 2, (32, 2), 128, [d + 4, None, np.float32(1.5)], stream=s)
+    rt.launch(k, 2, (32, 2), 128, [d + 4, None, 1.5, 7], stream=s)
     end.record(s)
     name, grid, block, args, shared, stream = fake_cupy.log[-1][1:]
     assert (name, grid, block, shared, stream) == ("k", (2,), (32, 2), 128, s)
     assert args[0] == np.uint64(int(d) + 4) and args[0].dtype == np.uint64
-    assert args[1] == 0 and args[2] == np.float32(1.5)
-    rt.launch(k, 1, 1, 0, [d])
+    # Python numbers arrive as the declared C types (CuPy packs a scalar by its dtype).
+    assert args[1] == 0 and args[1].dtype == np.uint64
+    assert args[2] == 1.5 and args[2].dtype == np.float32
+    assert args[3] == 7 and args[3].dtype == np.int32
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        rt.launch(k, 1, 1, 0, [d])
+    with pytest.raises(OverflowError, match="'n'.*does not fit"):
+        rt.launch(k, 1, 1, 0, [d, d, 1.0, 2**40])
+    with pytest.raises(TypeError, match="expected a DevicePtr"):
+        rt.launch(k, 1, 1, 0, [int(d), d, 1.0, 1])
+    rt.launch(k, 1, 1, 0, [d, d, 0.5, 1])
     assert fake_cupy.log[-1][-1] is None  # no stream given: the current stream, not entered
     assert rt.elapsed_time(start, end) >= 0
     rng = np.random.default_rng(5)

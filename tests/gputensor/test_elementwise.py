@@ -550,7 +550,7 @@ def test_lerp(device: str) -> None:
                         [ga, gb])
     ta, ga = rand_pair((3, 5), F, device, seed=1)
     tb, gb = rand_pair((3, 5), F, device, seed=2)
-    w64 = (torch.tensor(0.25, dtype=torch.float64), gt.tensor(0.25, dtype=F64))
+    w64 = (torch.tensor(0.25, dtype=torch.float64), gt.tensor(0.25, dtype=F64, device=device))
     compare(lambda a, b: torch.lerp(a, b, w64[0]), lambda a, b: gt.lerp(a, b, w64[1]), [ta, tb],
             [ga, gb])   # a 0-dim weight may be float64
     compare(lambda a, b: a.lerp(b, 0.5), lambda a, b: a.lerp(b, 0.5), [ta, tb], [ga, gb])
@@ -583,7 +583,8 @@ def test_where(device: str) -> None:
         gy = ga if y is ta else g8 if y is t8 else y
         compare(torch.where, gt.where, [tc, x, y], [gc, gx, gy])
     compare(lambda c, a: torch.where(c, a, torch.tensor(2.0, dtype=torch.float64)),
-            lambda c, a: gt.where(c, a, gt.tensor(2.0, dtype=F64)), [tc, ta], [gc, ga])
+            lambda c, a: gt.where(c, a, gt.tensor(2.0, dtype=F64, device=device)), [tc, ta],
+            [gc, ga])
     compare(lambda c, a: a.where(c, -1.0), lambda c, a: a.where(c, -1.0), [tc, ta], [gc, ga])
 
 

@@ -221,7 +221,7 @@ def test_set_state_errors() -> None:
 def test_factory_shapes_and_dtypes(device: str, fn: Callable) -> None:
     for size_args in ((2, 3), ((2, 3),), ([2, 3],), (gt.Size([2, 3]),)):
         t = fn(*size_args, device=device)
-        assert t.shape == (2, 3) and t.dtype is gt.float32 and t.device.type == device
+        assert t.shape == (2, 3) and t.dtype is gt.float32 and t.device == gt.device(device)
     assert fn(size=(4,), device=device).shape == (4,)
     assert fn((), device=device).shape == ()
     assert fn(0, 3, device=device).shape == (0, 3)
@@ -250,7 +250,7 @@ def test_randint_forms(device: str) -> None:
     assert gt.randint(2, 5, (3,), device=device).shape == (3,)
     assert gt.randint(10, size=(2, 2), device=device).shape == (2, 2)
     assert gt.randint(low=2, high=10, size=(3,), device=device).shape == (3,)
-    assert gt.randint(gt.tensor(3), [2], device=device).shape == (2,)
+    assert gt.randint(gt.tensor(3, device=device), [2], device=device).shape == (2,)
     assert gt.randint(0, 10, (3,), dtype=gt.float32, device=device).dtype is gt.float32
     t = gt.randint(0, 10, (3,), dtype=gt.float32, requires_grad=True, device=device)
     assert t.requires_grad
@@ -311,10 +311,18 @@ def test_shapes_and_dtypes_match_torch(device: str, call: str) -> None:
     g_ns = ns(gt)
     for fn in ("zeros", "ones", "full", "rand", "randint", "randperm"):
         g_ns[fn] = (lambda f: lambda *a, **k: f(*a, device=device, **k))(getattr(gt, fn))
+
+    def normal(*a: Any, **k: Any) -> gt.Tensor:
+        # The float-mean/float-std form is a factory and takes the device; the tensor forms
+        # follow their (already on-device) tensor arguments and refuse a device argument.
+        if not any(isinstance(v, gt.Tensor) for v in (*a, *k.values())):
+            k["device"] = device
+        return gt.normal(*a, **k)
+    g_ns["normal"] = normal
     actual = eval(call, g_ns)
     assert tuple(actual.shape) == tuple(expected.shape)
     assert actual.dtype is getattr(gt, str(expected.dtype).removeprefix("torch."))
-    assert actual.device.type == device
+    assert actual.device == gt.device(device)
 
 
 def test_method_forms(device: str) -> None:

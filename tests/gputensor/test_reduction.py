@@ -96,7 +96,7 @@ def test_accuracy_and_blocks(device: str) -> None:
     ref = a.astype(np.float64)
     g = gt.tensor(a, device=device)
     for dim in (1, 0):
-        got = g.sum(dim).numpy().astype(np.float64)
+        got = g.sum(dim).cpu().numpy().astype(np.float64)
         want = ref.sum(dim)
         np_err = np.abs(a.sum(dim).astype(np.float64) - want).max()
         assert np.abs(got - want).max() <= max(np_err, 1e-7 * np.abs(want).max())

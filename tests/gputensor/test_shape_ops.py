@@ -101,7 +101,7 @@ def test_stack_family(device: str) -> None:
     s = gt.stack([gt.tensor(1.0, device=device), gt.tensor(2, device=device)])
     assert s.dtype is gt.float32 and s.tolist() == [1.0, 2.0]
     with pytest.raises(RuntimeError, match=r"equal size, but got \[2, 3\] at entry 0 and \[2, 2\]"):
-        gt.stack([gt.zeros(2, 3), gt.zeros(2, 2)])
+        gt.stack([gt.zeros(2, 3, device=device), gt.zeros(2, 2, device=device)])
     with pytest.raises(RuntimeError, match="non-empty TensorList"):
         gt.stack([])
 
@@ -126,7 +126,7 @@ def test_split(device: str, arg: Any) -> None:
 def test_split_chunk_errors_and_edges(device: str) -> None:
     ta, a = pair(np.arange(6), device)
     _same_split(gt.split_with_sizes(a, [1, 5]), torch.split_with_sizes(ta, [1, 5]))
-    _same_split(gt.split(gt.zeros(0), 0), torch.split(torch.zeros(0), 0))
+    _same_split(gt.split(gt.zeros(0, device=device), 0), torch.split(torch.zeros(0), 0))
     with pytest.raises(RuntimeError, match="sum exactly to 6"):
         gt.split(a, [2, 2])
     with pytest.raises(RuntimeError, match="dimension size of 6"):
@@ -137,7 +137,7 @@ def test_split_chunk_errors_and_edges(device: str) -> None:
         gt.chunk(a, 0)
     for n in (1, 3, 4, 6, 9):
         _same_split(gt.chunk(a, n), torch.chunk(ta, n))
-    _same_split(gt.chunk(gt.zeros(0), 4), torch.chunk(torch.zeros(0), 4))
+    _same_split(gt.chunk(gt.zeros(0, device=device), 4), torch.chunk(torch.zeros(0), 4))
 
 
 @pytest.mark.parametrize("arg", [3, 1, 8, [1, 5, 9], [5, 1], [-2], (2,)])
@@ -151,8 +151,9 @@ def test_tensor_split(device: str, arg: Any) -> None:
 
 def test_tensor_split_tensor_args_and_axis_splits(device: str) -> None:
     ta, a = pair(np.arange(24).reshape(2, 3, 4), device)
-    _same_split(gt.tensor_split(a, gt.tensor(2), 2), torch.tensor_split(ta, torch.tensor(2), 2))
-    _same_split(gt.tensor_split(a, gt.tensor([1, 3]), 2),
+    _same_split(gt.tensor_split(a, gt.tensor(2, device=device), 2),
+                torch.tensor_split(ta, torch.tensor(2), 2))
+    _same_split(gt.tensor_split(a, gt.tensor([1, 3], device=device), 2),
                 torch.tensor_split(ta, torch.tensor([1, 3]), 2))
     _same_split(gt.tensor_split(a, sections=2, dim=2), torch.tensor_split(ta, sections=2, dim=2))
     _same_split(gt.tensor_split(a, indices=[1], dim=1), torch.tensor_split(ta, indices=[1], dim=1))
@@ -162,11 +163,11 @@ def test_tensor_split_tensor_args_and_axis_splits(device: str) -> None:
     with pytest.raises(RuntimeError, match="not divisible"):
         gt.dsplit(a, 3)
     with pytest.raises(RuntimeError, match="dtype of long"):
-        gt.tensor_split(a, gt.tensor([1.0]))
+        gt.tensor_split(a, gt.tensor([1.0], device=device))
     with pytest.raises(RuntimeError, match="larger than 0"):
         gt.tensor_split(a, 0)
     with pytest.raises(RuntimeError, match="at least a 1-dimensional"):
-        gt.tensor_split(gt.tensor(1.0), 1)
+        gt.tensor_split(gt.tensor(1.0, device=device), 1)
 
 
 # == index_select / gather / take =============================================================
@@ -182,9 +183,9 @@ def test_index_select(device: str, dtype: gt.dtype, index_dtype: Any) -> None:
         assert_close(noncontiguous(x).index_select(d, i_d), tx.index_select(d, ti_d))
     assert_close(x.index_select(1, gt.tensor(4, device=device)),
                  tx.index_select(1, torch.tensor(4)))
-    assert_close(gt.tensor(5.0).index_select(0, gt.tensor([0])),
+    assert_close(gt.tensor(5.0, device=device).index_select(0, gt.tensor([0], device=device)),
                  torch.tensor(5.0).index_select(0, torch.tensor([0])))
-    assert_close(x.index_select(0, gt.tensor([], dtype=gt.int64)),
+    assert_close(x.index_select(0, gt.tensor([], dtype=gt.int64, device=device)),
                  tx.index_select(0, torch.tensor([], dtype=torch.int64)))
 
 
@@ -199,9 +200,10 @@ def test_index_select_errors(device: str) -> None:
     with pytest.raises(IndexError, match="vector"):
         x.index_select(1, gt.tensor([[0]], device=device))
     with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 0"):
-        gt.zeros(0, 3).index_select(0, gt.tensor([0]))
+        gt.zeros(0, 3, device=device).index_select(0, gt.tensor([0], device=device))
     with pytest.raises(RuntimeError, match="same scalar type"):
-        gt.index_select(x, 0, gt.tensor([0]), out=gt.empty(1, 3, dtype=gt.float64))
+        gt.index_select(x, 0, gt.tensor([0], device=device),
+                        out=gt.empty(1, 3, dtype=gt.float64, device=device))
     out = gt.empty(0, device=device)
     gt.index_select(x + 1, 0, gt.tensor([1, 1], device=device), out=out)
     assert out.shape == (2, 3) and out.tolist() == [[1.0] * 3] * 2
@@ -223,7 +225,7 @@ def test_gather(device: str, dim: int, dtype: gt.dtype) -> None:
 
 def test_gather_edges_and_errors(device: str) -> None:
     tx, x = pair(random_array((2, 3)), device)
-    assert_close(gt.gather(gt.tensor(5.0), 0, gt.tensor([0, 0])),
+    assert_close(gt.gather(gt.tensor(5.0, device=device), 0, gt.tensor([0, 0], device=device)),
                  torch.gather(torch.tensor(5.0), 0, torch.tensor([0, 0])))
     assert_close(x.gather(0, gt.zeros(0, 5, dtype=gt.int64, device=device)),
                  tx.gather(0, torch.zeros(0, 5, dtype=torch.int64)))
@@ -238,7 +240,8 @@ def test_gather_edges_and_errors(device: str) -> None:
     with pytest.raises(RuntimeError, match=r"expected index \[1, 4\] to be no larger than self"):
         x.gather(0, gt.tensor([[0, 1, 1, 1]], device=device))
     with pytest.raises(RuntimeError, match="dtype float32, but got float64"):
-        gt.gather(x, 0, gt.tensor([[0]]), out=gt.empty(1, 1, dtype=gt.float64))
+        gt.gather(x, 0, gt.tensor([[0]], device=device),
+                  out=gt.empty(1, 1, dtype=gt.float64, device=device))
 
 
 def test_take_and_take_along_dim(device: str) -> None:
@@ -253,7 +256,7 @@ def test_take_and_take_along_dim(device: str) -> None:
     with pytest.raises(RuntimeError, match="long tensor"):
         x.take(gt.tensor([1], dtype=gt.int32, device=device))
     with pytest.raises(IndexError, match="empty tensor"):
-        gt.zeros(0).take(gt.tensor([0]))
+        gt.zeros(0, device=device).take(gt.tensor([0], device=device))
 
     ta, a = idx([[0, -1], [2, 1], [3, 3]], device)
     assert_close(gt.take_along_dim(x, a, 1), torch.take_along_dim(tx, ta, 1))
@@ -261,7 +264,7 @@ def test_take_and_take_along_dim(device: str) -> None:
     assert_close(x.take_along_dim(s, dim=0), tx.take_along_dim(ts, dim=0))
     tb, b = idx([[1], [0], [2]], device)  # broadcast along dim 1
     assert_close(gt.take_along_dim(x, b[:1], 0), torch.take_along_dim(tx, tb[:1], 0))
-    assert_close(gt.take_along_dim(x, gt.tensor([[2, 0, 1]]).T, 1),
+    assert_close(gt.take_along_dim(x, gt.tensor([[2, 0, 1]], device=device).T, 1),
                  torch.take_along_dim(tx, torch.tensor([[2, 0, 1]]).T, 1))
     tf, f = idx([[0, 11]], device)
     assert_close(gt.take_along_dim(x, f), torch.take_along_dim(tx, tf))
@@ -340,7 +343,7 @@ def test_scatter_errors_leave_input_untouched(device: str) -> None:
     with pytest.raises(IndexError, match="index -1 is out of bounds"):
         x.scatter_add_(0, gt.tensor([0, -1], device=device), gt.ones(2, device=device))
     with pytest.raises(RuntimeError, match="self.dtype to be equal to src.dtype"):
-        x.scatter_(0, gt.tensor([0], device=device), gt.ones(1, dtype=gt.float64))
+        x.scatter_(0, gt.tensor([0], device=device), gt.ones(1, dtype=gt.float64, device=device))
     with pytest.raises(RuntimeError, match=r"no larger size than src \[1\]"):
         x.scatter_(0, gt.tensor([0, 1], device=device), gt.ones(1, device=device))
     with pytest.raises(RuntimeError, match="dimensions as self tensor"):
@@ -350,10 +353,11 @@ def test_scatter_errors_leave_input_untouched(device: str) -> None:
     with pytest.raises(RuntimeError, match="add or multiply"):
         x.scatter(0, gt.tensor([0], device=device), 1.0, reduce="mean")
     with pytest.raises(RuntimeError, match="sum, prod, mean, amax or amin, got foo"):
-        x.scatter_reduce(0, gt.tensor([0], device=device), gt.ones(1), "foo")
+        x.scatter_reduce(0, gt.tensor([0], device=device), gt.ones(1, device=device), "foo")
     assert x._version == v and x.tolist() == [0.0, 0.0, 0.0]
     # An empty index skips all checks and returns a copy, like PyTorch.
-    assert x.scatter(0, gt.tensor([], dtype=gt.int64), gt.ones(1, 2)).tolist() == [0.0] * 3
+    empty = gt.tensor([], dtype=gt.int64, device=device)
+    assert x.scatter(0, empty, gt.ones(1, 2, device=device)).tolist() == [0.0] * 3
 
 
 @pytest.mark.parametrize("dim", [0, 1])
@@ -402,24 +406,30 @@ def test_index_add(device: str, dtype: gt.dtype) -> None:
 
 def test_index_add_copy_fill_edges(device: str) -> None:
     tx, x = pair(np.arange(3.0), device)
-    assert_close(gt.tensor([1, 2, 3]).index_add(0, gt.tensor([0, 1]), gt.tensor([4, 5]),
-                                                 alpha=2.5),
+    assert_close(gt.tensor([1, 2, 3], device=device).index_add(
+                     0, gt.tensor([0, 1], device=device), gt.tensor([4, 5], device=device),
+                     alpha=2.5),
                  torch.tensor([1, 2, 3]).index_add(0, torch.tensor([0, 1]),
                                                    torch.tensor([4, 5]), alpha=2.5))
-    assert_close(gt.zeros(()).index_add(0, gt.tensor([0]), gt.tensor(2.0)),
+    assert_close(gt.zeros((), device=device).index_add(0, gt.tensor([0], device=device),
+                                                       gt.tensor(2.0, device=device)),
                  torch.zeros(()).index_add(0, torch.tensor([0]), torch.tensor(2.0)))
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
-        x.index_add(0, gt.tensor([0, 3], device=device), gt.ones(2, dtype=gt.float64))
+        x.index_add(0, gt.tensor([0, 3], device=device),
+                    gt.ones(2, dtype=gt.float64, device=device))
     with pytest.raises(IndexError, match="index -1 is out of bounds"):
-        x.index_add(0, gt.tensor([0, -1], device=device), gt.ones(2, dtype=gt.float64))
+        x.index_add(0, gt.tensor([0, -1], device=device),
+                    gt.ones(2, dtype=gt.float64, device=device))
     with pytest.raises(RuntimeError, match=r"self \(Double\) and source \(Float\)"):
         x.index_add(0, gt.tensor([0, 1], device=device), gt.ones(2, device=device))
     with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal"):
-        x.index_add(0, gt.tensor([0, 1], device=device), gt.ones(3, dtype=gt.float64))
+        x.index_add(0, gt.tensor([0, 1], device=device),
+                    gt.ones(3, dtype=gt.float64, device=device))
     with pytest.raises(RuntimeError, match="source tensor shape must match"):
-        gt.ones(2, 3).index_add(1, gt.tensor([0, 0]), gt.ones(3, 2))
+        gt.ones(2, 3, device=device).index_add(1, gt.tensor([0, 0], device=device),
+                                               gt.ones(3, 2, device=device))
     with pytest.raises(IndexError, match="Index is supposed to be a vector"):
-        x.index_add(0, gt.tensor([[1]]), gt.ones(1, dtype=gt.float64))
+        x.index_add(0, gt.tensor([[1]], device=device), gt.ones(1, dtype=gt.float64, device=device))
 
 
 @pytest.mark.parametrize("dtype", [gt.float32, gt.int32, gt.complex128])
@@ -431,7 +441,8 @@ def test_index_copy(device: str, dtype: gt.dtype) -> None:
     y = noncontiguous(x)
     y.index_copy_(1, i, s)
     assert_close(y, tx.index_copy(1, ti, ts))
-    assert_close(gt.tensor([1.0, 2, 3]).index_copy(0, gt.tensor(1), gt.tensor(9.0)),
+    assert_close(gt.tensor([1.0, 2, 3], device=device).index_copy(
+                     0, gt.tensor(1, device=device), gt.tensor(9.0, device=device)),
                  torch.tensor([1.0, 2, 3]).index_copy(0, torch.tensor(1), torch.tensor(9.0)))
     with pytest.raises(IndexError, match="index_copy_\\(\\): index -1 is out of bounds"):
         x.index_copy(1, gt.tensor([-1, 1], device=device), s)
@@ -448,20 +459,22 @@ def test_index_fill(device: str, dtype: gt.dtype) -> None:
     tx, x = pair(random_array((3, 4), dtype), device)
     ti, i = idx([0, -1, 2], device)
     assert_close(gt.index_fill(x, 1, i, 1), torch.index_fill(tx, 1, ti, 1))
-    assert_close(x.index_fill(0, i, gt.tensor(0)), tx.index_fill(0, ti, torch.tensor(0)))
+    assert_close(x.index_fill(0, i, gt.tensor(0, device=device)),
+                 tx.index_fill(0, ti, torch.tensor(0)))
     y = noncontiguous(x)
     v = y._version
     y.index_fill_(1, i, True)
     assert y._version == v + 1
     assert_close(y, tx.index_fill(1, ti, True))
-    assert_close(gt.tensor([1, 2, 3]).index_fill(0, gt.tensor([0]), 7.5),
+    assert_close(gt.tensor([1, 2, 3], device=device).index_fill(
+                     0, gt.tensor([0], device=device), 7.5),
                  torch.tensor([1, 2, 3]).index_fill(0, torch.tensor([0]), 7.5))
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
         x.index_fill(0, gt.tensor([3], device=device), 1)
     with pytest.raises(IndexError, match="int64"):
         x.index_fill(0, gt.tensor([0], dtype=gt.int32, device=device), 1)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
-        x.index_fill(0, gt.tensor([0], device=device), gt.tensor([1]))
+        x.index_fill(0, gt.tensor([0], device=device), gt.tensor([1], device=device))
 
 
 # == masks =====================================================================================
@@ -470,7 +483,8 @@ def test_masked_fill(device: str, dtype: gt.dtype) -> None:
     tx, x = pair(random_array((3, 4), dtype), device)
     tm, m = pair(random_array((3, 4), gt.bool, seed=9), device)
     assert_close(gt.masked_fill(x, m, 1), torch.masked_fill(tx, tm, 1))
-    assert_close(x.masked_fill(m[0], gt.tensor(0)), tx.masked_fill(tm[0], torch.tensor(0)))
+    assert_close(x.masked_fill(m[0], gt.tensor(0, device=device)),
+                 tx.masked_fill(tm[0], torch.tensor(0)))
     assert_close(x[0].masked_fill(m[:, :1], 1), tx[0].masked_fill(tm[:, :1], 1))  # broadcasts
     y = noncontiguous(x)
     v = y._version
@@ -480,14 +494,14 @@ def test_masked_fill(device: str, dtype: gt.dtype) -> None:
 
 def test_masked_fill_errors(device: str) -> None:
     x = gt.tensor([1, 2, 3], device=device)
-    assert_close(x.masked_fill(gt.tensor([True, False, True]), 7.5),
+    assert_close(x.masked_fill(gt.tensor([True, False, True], device=device), 7.5),
                  torch.tensor([1, 2, 3]).masked_fill(torch.tensor([True, False, True]), 7.5))
     with pytest.raises(RuntimeError, match="boolean masks, but got mask with dtype uint8"):
-        x.masked_fill(gt.tensor([1, 0, 1], dtype=gt.uint8), 7)
+        x.masked_fill(gt.tensor([1, 0, 1], dtype=gt.uint8, device=device), 7)
     with pytest.raises(RuntimeError, match="0-dimensional value tensor"):
-        x.masked_fill(gt.tensor([True, False, True]), gt.tensor([7]))
+        x.masked_fill(gt.tensor([True, False, True], device=device), gt.tensor([7], device=device))
     with pytest.raises(RuntimeError, match=r"output with shape \[3\] doesn't match the broadcast"):
-        x.masked_fill_(gt.tensor([[True], [False]]), 7)
+        x.masked_fill_(gt.tensor([[True], [False]], device=device), 7)
     assert x.tolist() == [1, 2, 3]
 
 
@@ -523,8 +537,8 @@ def test_nonzero_argwhere(device: str, dtype: gt.dtype) -> None:
     assert_close(gt.argwhere(g), torch.argwhere(t))
     assert_close(g.nonzero(as_tuple=True), t.nonzero(as_tuple=True))
     for v in (0.0, 3.0):
-        assert_close(gt.nonzero(gt.tensor(v)), torch.nonzero(torch.tensor(v)))
-        assert_close(gt.nonzero(gt.tensor(v), as_tuple=True),
+        assert_close(gt.nonzero(gt.tensor(v, device=device)), torch.nonzero(torch.tensor(v)))
+        assert_close(gt.nonzero(gt.tensor(v, device=device), as_tuple=True),
                      torch.nonzero(torch.tensor(v), as_tuple=True))
     assert_close(gt.where(g != 0), torch.where(t != 0))
     out = gt.empty(0, dtype=gt.int64, device=device)
@@ -563,7 +577,7 @@ def test_sort_nan_zero_and_forms(device: str) -> None:
     for desc in (False, True):
         assert_close(tuple(g.sort(descending=desc, stable=True)),
                      tuple(t.sort(descending=desc, stable=True)))
-    r = gt.sort(gt.tensor(3.0))
+    r = gt.sort(gt.tensor(3.0, device=device))
     assert r.values.item() == 3.0 and r.indices.item() == 0 and r.indices.dim() == 0
     values, indices = gt.sort(g)
     assert values is not None and indices.dtype is gt.int64
@@ -573,9 +587,9 @@ def test_sort_nan_zero_and_forms(device: str) -> None:
     assert gt.sort(m, 0, out=(vo, io)).values is vo
     assert_close((vo, io), tuple(torch.sort(tm, 0)))
     with pytest.raises(RuntimeError, match="dtype int64, but got int32"):
-        gt.sort(m, out=(gt.empty(0), gt.empty(0, dtype=gt.int32)))
+        gt.sort(m, out=(gt.empty(0, device=device), gt.empty(0, dtype=gt.int32, device=device)))
     with pytest.raises(RuntimeError, match="ComplexFloat"):
-        gt.sort(gt.zeros(2, dtype=gt.complex64))
+        gt.sort(gt.zeros(2, dtype=gt.complex64, device=device))
     with pytest.raises(IndexError, match="Dimension out of range"):
         gt.sort(g, 1)
 
@@ -597,13 +611,13 @@ def test_topk_kthvalue_edges(device: str) -> None:
     t, g = pair(np.array([3.0, 1, 2, NAN], np.float32), device)
     assert_close(tuple(g.topk(2)), tuple(t.topk(2)))
     assert_close(tuple(g.topk(2, largest=False)), tuple(t.topk(2, largest=False)))
-    assert gt.topk(gt.tensor(3.0), 1).values.item() == 3.0
+    assert gt.topk(gt.tensor(3.0, device=device), 1).values.item() == 3.0
     with pytest.raises(RuntimeError, match="k out of range"):
         g.topk(5)
     with pytest.raises(RuntimeError, match="k out of range"):
         g.topk(-1)
     with pytest.raises(RuntimeError, match="Bool"):
-        gt.topk(gt.tensor([True, False]), 1)
+        gt.topk(gt.tensor([True, False], device=device), 1)
     assert_close(tuple(g.kthvalue(4)), tuple(t.kthvalue(4)))
     with pytest.raises(RuntimeError, match="selected number k out of range for dimension 0"):
         g.kthvalue(5)
@@ -622,7 +636,8 @@ def test_kthvalue(device: str, keepdim: bool, dtype: gt.dtype) -> None:
         assert_close(tuple(r), tuple(torch.kthvalue(t, k, dim, keepdim)))
     assert_close(tuple(noncontiguous(g).kthvalue(2, 0, keepdim=keepdim)),
                  tuple(t.kthvalue(2, 0, keepdim=keepdim)))
-    assert_close(tuple(gt.kthvalue(gt.tensor(3.0), 1)), tuple(torch.kthvalue(torch.tensor(3.0), 1)))
+    assert_close(tuple(gt.kthvalue(gt.tensor(3.0, device=device), 1)),
+                 tuple(torch.kthvalue(torch.tensor(3.0), 1)))
 
 
 # == unique =====================================================================================
@@ -650,16 +665,16 @@ def test_unique_edges(device: str) -> None:
     t, g = pair(rows, device)
     assert_close(gt.unique(g, dim=0, **kw), torch.unique(t, dim=0, **kw))
     assert_close(gt.unique_consecutive(g, dim=0, **kw), torch.unique_consecutive(t, dim=0, **kw))
-    assert_close(gt.unique(gt.tensor(3), return_inverse=True),
+    assert_close(gt.unique(gt.tensor(3, device=device), return_inverse=True),
                  torch.unique(torch.tensor(3), return_inverse=True))
-    assert_close(gt.unique(gt.zeros(0, dtype=gt.int64), **kw),
+    assert_close(gt.unique(gt.zeros(0, dtype=gt.int64, device=device), **kw),
                  torch.unique(torch.zeros(0, dtype=torch.int64), **kw))
-    assert_close(gt.unique(gt.zeros(0, 3), dim=0, **kw), torch.unique(torch.zeros(0, 3), dim=0,
-                                                                      **kw))
+    assert_close(gt.unique(gt.zeros(0, 3, device=device), dim=0, **kw),
+                 torch.unique(torch.zeros(0, 3), dim=0, **kw))
     with pytest.raises(RuntimeError, match="0 sized dimensions"):
-        gt.unique(gt.zeros(2, 0), dim=0)
+        gt.unique(gt.zeros(2, 0, device=device), dim=0)
     with pytest.raises(RuntimeError, match="ComplexFloat"):
-        gt.unique(gt.zeros(2, dtype=gt.complex64))
+        gt.unique(gt.zeros(2, dtype=gt.complex64, device=device))
 
 
 # == flips, rolls, rotations ===================================================================
@@ -680,26 +695,26 @@ def test_flip_roll_rot90(device: str, dtype: gt.dtype) -> None:
 
 def test_flip_roll_rot90_errors(device: str) -> None:
     x = gt.zeros(2, 3, device=device)
-    assert gt.flip(gt.tensor(1.0), [0]).item() == 1.0
-    assert gt.roll(gt.tensor(3.0), 1).item() == 3.0
+    assert gt.flip(gt.tensor(1.0, device=device), [0]).item() == 1.0
+    assert gt.roll(gt.tensor(3.0, device=device), 1).item() == 3.0
     with pytest.raises(RuntimeError, match="dim 0 appears multiple times"):
         x.flip([0, 0])
     with pytest.raises(RuntimeError, match="Input must be >= 2-d"):
-        gt.fliplr(gt.ones(3))
+        gt.fliplr(gt.ones(3, device=device))
     with pytest.raises(RuntimeError, match="Input must be >= 1-d"):
-        gt.flipud(gt.tensor(3.0))
+        gt.flipud(gt.tensor(3.0, device=device))
     with pytest.raises(RuntimeError, match="shifts: 2, dims:1"):
         x.roll((1, -1), (0,))
     with pytest.raises(IndexError, match="Dimension out of range"):
         x.roll(1, 2)
     with pytest.raises(IndexError, match="no dimensions"):
-        gt.tensor(3.0).roll(1, 0)
+        gt.tensor(3.0, device=device).roll(1, 0)
     with pytest.raises(RuntimeError, match="rotation dims to be different"):
         x.rot90(1, [0, 0])
     with pytest.raises(RuntimeError, match="total rotation dims == 2"):
         x.rot90(1, [0])
     with pytest.raises(RuntimeError, match="total dims >= 2"):
-        gt.ones(3).rot90()
+        gt.ones(3, device=device).rot90()
 
 
 # == repeats ===================================================================================
@@ -711,11 +726,11 @@ def test_repeat_tile(device: str, dtype: gt.dtype) -> None:
         helper_test_op([(2, 3)], lambda x, r=reps: x.repeat(r), noncontig=True, **kw)
     for reps in ((2,), (), (2, 1, 3), [3, 2]):
         helper_test_op([(2, 3)], lambda x, r=reps: x.tile(r), **kw)
-    assert gt.tensor(2.0).repeat([]).item() == 2.0
+    assert gt.tensor(2.0, device=device).repeat([]).item() == 2.0
     with pytest.raises(RuntimeError, match="can not be smaller"):
-        gt.zeros(2, 3).repeat(2)
+        gt.zeros(2, 3, device=device).repeat(2)
     with pytest.raises(RuntimeError, match="negative dimension"):
-        gt.zeros(2, 3).repeat(-1, 1)
+        gt.zeros(2, 3, device=device).repeat(-1, 1)
 
 
 def test_repeat_interleave(device: str) -> None:
@@ -726,30 +741,30 @@ def test_repeat_interleave(device: str) -> None:
     for reps in ([1, 2], [0, 3], [2]):
         tr, r = idx(reps, device)
         assert_close(x.repeat_interleave(r, dim=0), tx.repeat_interleave(tr, dim=0))
-    assert_close(x.repeat_interleave(gt.tensor(2), dim=1),
+    assert_close(x.repeat_interleave(gt.tensor(2, device=device), dim=1),
                  tx.repeat_interleave(torch.tensor(2), dim=1))
     tr, r = idx([1, 0, 2], device, np.int32)
     assert_close(gt.repeat_interleave(r), torch.repeat_interleave(tr))
-    assert_close(x.repeat_interleave(gt.tensor([1, 0, 2], dtype=gt.int32), dim=1),
+    assert_close(x.repeat_interleave(gt.tensor([1, 0, 2], dtype=gt.int32, device=device), dim=1),
                  tx.repeat_interleave(tr, dim=1))
-    assert_close(gt.repeat_interleave(gt.tensor(3.0), 2), torch.repeat_interleave(
+    assert_close(gt.repeat_interleave(gt.tensor(3.0, device=device), 2), torch.repeat_interleave(
         torch.tensor(3.0), 2))
     assert x.repeat_interleave(2, 0, output_size=4).shape == (4, 3)
     y = x.repeat_interleave(1, 0)
     y.fill_(0)
     assert float(x.abs().sum()) > 0  # a new tensor, never a view of the input
     with pytest.raises(RuntimeError, match="same size as input along dim"):
-        x.repeat_interleave(gt.tensor([1, 2]), dim=1)
+        x.repeat_interleave(gt.tensor([1, 2], device=device), dim=1)
     with pytest.raises(RuntimeError, match="can not be negative"):
-        x.repeat_interleave(gt.tensor([1, -2]), dim=0)
+        x.repeat_interleave(gt.tensor([1, -2], device=device), dim=0)
     with pytest.raises(RuntimeError, match="non-negative"):
         x.repeat_interleave(-1, dim=0)
     with pytest.raises(RuntimeError, match="0-dim or 1-dim"):
-        x.repeat_interleave(gt.tensor([[1, 2]]), dim=0)
+        x.repeat_interleave(gt.tensor([[1, 2]], device=device), dim=0)
     with pytest.raises(RuntimeError, match="int32 or int64"):
-        x.repeat_interleave(gt.tensor([1.0, 2.0]), dim=0)
+        x.repeat_interleave(gt.tensor([1.0, 2.0], device=device), dim=0)
     with pytest.raises(RuntimeError, match="allocated size"):
-        x.repeat_interleave(gt.tensor([1, 2]), 0, output_size=4)
+        x.repeat_interleave(gt.tensor([1, 2], device=device), 0, output_size=4)
 
 
 # == triangles and diagonals ====================================================================
@@ -772,7 +787,7 @@ def test_tril_triu(device: str, dtype: gt.dtype) -> None:
     assert gt.triu(g, out=out) is out
     assert_close(out, t.triu())
     with pytest.raises(RuntimeError, match="at least 2 dimensions"):
-        gt.triu(gt.ones(3))
+        gt.triu(gt.ones(3, device=device))
 
 
 def test_diag_family(device: str) -> None:
@@ -783,14 +798,14 @@ def test_diag_family(device: str) -> None:
         assert_close(m.diag(k), tm.diag(k))
         assert_close(noncontiguous(m).diag(k), tm.diag(k))
         assert_close(gt.diagflat(m, k), torch.diagflat(tm, k))
-    assert_close(gt.diagflat(gt.tensor(3.0)), torch.diagflat(torch.tensor(3.0)))
+    assert_close(gt.diagflat(gt.tensor(3.0, device=device)), torch.diagflat(torch.tensor(3.0)))
     for args in ((0,), (1,), (-1, 0, 2), (2, 2, 0), (0, -1, -3)):
         assert_close(gt.diag_embed(m, *args), torch.diag_embed(tm, *args))
     out = gt.empty(0, dtype=gt.int64, device=device)
     assert gt.diag(v, 1, out=out) is out
     assert_close(out, torch.diag(tv, 1))
     with pytest.raises(RuntimeError, match="Supports 1D or 2D tensors. Got 3D"):
-        gt.diag(gt.ones(2, 2, 2))
+        gt.diag(gt.ones(2, 2, 2, device=device))
     with pytest.raises(RuntimeError, match="diagonal dimensions cannot be identical"):
         gt.diag_embed(m, 0, 0, 0)
 
@@ -841,7 +856,7 @@ def test_pad_value_and_errors(device: str) -> None:
     with pytest.raises(RuntimeError, match="Unrecognised padding mode foo"):
         gt.pad(x, (1, 1), "foo")
     with pytest.raises(RuntimeError, match="non-zero dimensions"):
-        gt.pad(gt.zeros(2, 0), (1, 1), "replicate")
+        gt.pad(gt.zeros(2, 0, device=device), (1, 1), "replicate")
 
 
 # == grids and broadcasting ======================================================================
@@ -853,7 +868,7 @@ def test_meshgrid(device: str, indexing: str) -> None:
     assert_close(gt.meshgrid(a, b, indexing=indexing), torch.meshgrid(ta, tb, indexing=indexing))
     assert_close(gt.meshgrid([a, b, c], indexing=indexing),
                  torch.meshgrid([ta, tb, tc], indexing=indexing))
-    assert_close(gt.meshgrid(a, gt.tensor(2.0, dtype=gt.float64), indexing=indexing),
+    assert_close(gt.meshgrid(a, gt.tensor(2.0, dtype=gt.float64, device=device), indexing=indexing),
                  torch.meshgrid(ta, torch.tensor(2.0, dtype=torch.float64), indexing=indexing))
     grid = gt.meshgrid(a, b, indexing=indexing)[0]
     assert grid._storage is a._storage  # views, like PyTorch
@@ -871,7 +886,7 @@ def test_broadcast_tensors_cartesian_prod(device: str) -> None:
     assert_close(gt.broadcast_tensors(x, y), torch.broadcast_tensors(tx, ty))
     assert gt.broadcast_tensors() == ()
     with pytest.raises(RuntimeError, match="broadcast"):
-        gt.broadcast_tensors(x, gt.tensor([1, 2]))
+        gt.broadcast_tensors(x, gt.tensor([1, 2], device=device))
     tb, b = pair(np.array([7, 8]), device)
     tc, c = pair(np.array([0, 1, 2, 3]), device)
     assert_close(gt.cartesian_prod(y, b), torch.cartesian_prod(ty, tb))
@@ -919,13 +934,13 @@ def test_searchsorted_nan_mixed_and_errors(device: str) -> None:
     with pytest.raises(RuntimeError, match="side can only be 'left' or 'right'"):
         gt.searchsorted(b, v, side="foo")
     with pytest.raises(RuntimeError, match="positive dimension"):
-        gt.searchsorted(gt.tensor(1.0), v)
+        gt.searchsorted(gt.tensor(1.0, device=device), v)
     with pytest.raises(RuntimeError, match="first N-1 dimensions"):
-        gt.searchsorted(gt.zeros(2, 4), gt.zeros(1, 2))
+        gt.searchsorted(gt.zeros(2, 4, device=device), gt.zeros(1, 2, device=device))
     with pytest.raises(IndexError, match="sorter index 2 is out of bounds"):
-        gt.searchsorted(b, v, sorter=gt.tensor([0, 2]))
+        gt.searchsorted(b, v, sorter=gt.tensor([0, 2], device=device))
     with pytest.raises(RuntimeError, match="must be 1 dimension, but got dim"):
-        gt.bucketize(v, gt.zeros(1, 2))
+        gt.bucketize(v, gt.zeros(1, 2, device=device))
 
 
 def test_bincount_histc(device: str) -> None:
@@ -937,16 +952,16 @@ def test_bincount_histc(device: str) -> None:
     for wdt in (gt.float32, gt.float64, gt.int64, gt.float16):
         tw, w = pair(random_array((6,), wdt, seed=1), device)
         assert_close(gt.bincount(x, w), torch.bincount(tx, tw))
-    assert_close(gt.bincount(gt.zeros(0, dtype=gt.int64)), torch.bincount(torch.zeros(
-        0, dtype=torch.int64)))
+    assert_close(gt.bincount(gt.zeros(0, dtype=gt.int64, device=device)),
+                 torch.bincount(torch.zeros(0, dtype=torch.int64)))
     with pytest.raises(RuntimeError, match="non-negative integral"):
-        gt.bincount(gt.tensor([0, -1]))
+        gt.bincount(gt.tensor([0, -1], device=device))
     with pytest.raises(RuntimeError, match="non-negative integral"):
-        gt.bincount(gt.tensor([0.0]))
+        gt.bincount(gt.tensor([0.0], device=device))
     with pytest.raises(RuntimeError, match="minlength should be >= 0"):
         gt.bincount(x, minlength=-1)
     with pytest.raises(RuntimeError, match="same length as input"):
-        gt.bincount(x, gt.ones(3))
+        gt.bincount(x, gt.ones(3, device=device))
 
     for dtype in (gt.float32, gt.float64, gt.float16):
         th, h = pair(random_array((50,), dtype, low=-3, high=3), device)
@@ -954,8 +969,8 @@ def test_bincount_histc(device: str) -> None:
         assert_close(h.histc(4, -1, 1), th.histc(4, -1, 1))
     th, h = pair(np.array([0.1, 0.2, 0.3, 0.7, 1.0, 1.5, -0.1, NAN], np.float32), device)
     assert_close(gt.histc(h, 10, 0, 1), torch.histc(th, 10, 0, 1))
-    assert_close(gt.histc(gt.ones(3), 4), torch.histc(torch.ones(3), 4))
-    assert_close(gt.histc(gt.zeros(0), 4), torch.histc(torch.zeros(0), 4))
+    assert_close(gt.histc(gt.ones(3, device=device), 4), torch.histc(torch.ones(3), 4))
+    assert_close(gt.histc(gt.zeros(0, device=device), 4), torch.histc(torch.zeros(0), 4))
     with pytest.raises(RuntimeError, match="max must be larger than min"):
         gt.histc(h, 4, 3, 1)
     with pytest.raises(RuntimeError, match="not finite"):
@@ -963,7 +978,7 @@ def test_bincount_histc(device: str) -> None:
     with pytest.raises(RuntimeError, match="bins must be > 0"):
         gt.histc(h, 0, 0, 1)
     with pytest.raises(RuntimeError, match="Long"):
-        gt.histc(gt.tensor([1, 2]), 4)
+        gt.histc(gt.tensor([1, 2], device=device), 4)
 
 
 # == registry / methods ==========================================================================

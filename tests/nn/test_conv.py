@@ -116,7 +116,7 @@ def test_conv2d_noncontiguous_and_integer(device):
     x = base.permute(0, 3, 1, 2)          # channels-last strides
     assert not x.is_contiguous()
     w = gt.tensor(random_array((4, 3, 3, 3), seed=5), device=device)
-    tx, tw = torch.from_numpy(x.numpy().copy()), torch.from_numpy(w.numpy())
+    tx, tw = torch.from_numpy(x.cpu().numpy().copy()), torch.from_numpy(w.cpu().numpy())
     assert_close(conv2d(x, w[:, :, ::1, :], padding=1), TF.conv2d(tx, tw, padding=1))
     xi = np.arange(2 * 3 * 5 * 5).reshape(2, 3, 5, 5) - 70
     wi = np.arange(4 * 3 * 2 * 2).reshape(4, 3, 2, 2) % 5 - 2

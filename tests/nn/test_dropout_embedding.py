@@ -53,8 +53,8 @@ def test_dropout_backward_uses_the_saved_mask(device):
     mask = (out.detach() != 0).to(gt.float64)
     assert_close(x.grad, (up * mask / 0.7).cpu().numpy(), atol=1e-12, rtol=1e-12)
     # gradcheck of the fused op itself, with a fixed mask
-    m = (gt.rand(4, 3, dtype=gt.float64) > 0.5).to(gt.float64)
-    a = gt.randn(4, 3, dtype=gt.float64).requires_grad_()
+    m = (gt.rand(4, 3, dtype=gt.float64, device=device) > 0.5).to(gt.float64)
+    a = gt.randn(4, 3, dtype=gt.float64, device=device).requires_grad_()
     assert gt.autograd.gradcheck(lambda a: nn_ops._masked_scale(a, m, 2.0), (a,))
     assert gt.autograd.gradgradcheck(lambda a: nn_ops._masked_scale(a, m, 2.0), (a,))
 
@@ -114,10 +114,10 @@ def test_dropout2d_gradient_and_warnings(device):
     assert_close(x.grad, (kept / 0.75).cpu().numpy(), atol=1e-12, rtol=1e-12)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        dropout2d(gt.randn(2, 3, 4), 0.5)
+        dropout2d(gt.randn(2, 3, 4, device=device), 0.5)
     assert any("channel-wise 1D dropout" in str(w.message) for w in caught)
     with pytest.raises(RuntimeError, match="dropout1d: Expected 2D or 3D input"):
-        dropout1d(gt.randn(2, 3, 4, 5))
+        dropout1d(gt.randn(2, 3, 4, 5, device=device))
     assert repr(Dropout2d(0.3, inplace=True)) == repr(torch.nn.Dropout2d(0.3, inplace=True))
 
 
@@ -215,6 +215,6 @@ def test_embedding_from_pretrained(device):
     assert trainable.weight.requires_grad and trainable.padding_idx == 0
     with pytest.raises(AssertionError, match="Embeddings parameter is expected to be "
                                              "2-dimensional"):
-        Embedding.from_pretrained(gt.zeros(3))
+        Embedding.from_pretrained(gt.zeros(3, device=device))
     with pytest.raises(AssertionError, match="Shape of weight does not match"):
-        Embedding(3, 2, _weight=gt.zeros(2, 3))
+        Embedding(3, 2, _weight=gt.zeros(2, 3, device=device))

@@ -91,7 +91,7 @@ def test_constant_fills_match_torch(device):
         np.testing.assert_array_equal(_np(init.eye_(gt.empty(shape, device=device))),
                                       torch.nn.init.eye_(torch.empty(shape)).numpy())
     with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
-        init.eye_(gt.empty(2, 2, 2))
+        init.eye_(gt.empty(2, 2, 2, device=device))
 
 
 @pytest.mark.parametrize("shape,groups", [((4, 4, 3), 1), ((6, 2, 3, 3), 2), ((4, 6, 1, 3, 5), 1),
@@ -134,8 +134,8 @@ def test_orthogonal(device, shape):
     gram = flat.T @ flat if rows >= cols else flat @ flat.T
     np.testing.assert_allclose(gram, 4.0 * np.eye(min(rows, cols)), atol=1e-10)
     with pytest.raises(ValueError, match="2 or more dimensions"):
-        init.orthogonal_(gt.empty(3))
-    assert init.orthogonal_(gt.empty(0, 3)).shape == (0, 3)
+        init.orthogonal_(gt.empty(3, device=device))
+    assert init.orthogonal_(gt.empty(0, 3, device=device)).shape == (0, 3)
 
 
 def test_sparse():

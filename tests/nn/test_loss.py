@@ -96,7 +96,7 @@ def test_regression_broadcast_warning_and_errors(device):
     with pytest.raises(RuntimeError, match=r"The size of tensor a \(5\) must match the size of "
                                            r"tensor b \(4\)"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        L.mse_loss(gt.randn(3, 5), gt.randn(3, 4))
+        L.mse_loss(gt.randn(3, 5, device=device), gt.randn(3, 4, device=device))
     with pytest.raises(ValueError, match="avg is not a valid value for reduction"):
         L.l1_loss(x, x, reduction="avg")
     with pytest.raises(RuntimeError, match="smooth_l1_loss does not support negative values "
@@ -255,11 +255,13 @@ def test_binary_cross_entropy_saturation_and_errors(device):
            TF.binary_cross_entropy(tx, ty, reduction="none"), [(x, tx)], device,
            tol=(1e-10, 1e-8))   # gradients of order 1e12 at the clamp
     with pytest.raises(RuntimeError, match="all elements of input should be between 0 and 1"):
-        L.binary_cross_entropy(gt.tensor([0.5, 1.5]), gt.tensor([0.5, 0.5]))
+        L.binary_cross_entropy(gt.tensor([0.5, 1.5], device=device),
+                               gt.tensor([0.5, 0.5], device=device))
     with pytest.raises(RuntimeError, match="all elements of target should be between 0 and 1"):
-        L.binary_cross_entropy(gt.tensor([0.5, 0.5]), gt.tensor([0.5, -0.5]))
+        L.binary_cross_entropy(gt.tensor([0.5, 0.5], device=device),
+                               gt.tensor([0.5, -0.5], device=device))
     with pytest.raises(ValueError, match="Using a target size"):
-        L.binary_cross_entropy(gt.rand(3), gt.rand(4))
+        L.binary_cross_entropy(gt.rand(3, device=device), gt.rand(4, device=device))
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -338,9 +340,11 @@ def test_cosine_embedding_loss(device, reduction, margin):
     with pytest.raises(RuntimeError, match=r"1D target tensor expects 2D input tensors, but "
                                            r"found inputs with sizes \[3, 4, 2\] and "
                                            r"\[3, 4, 2\]."):
-        L.cosine_embedding_loss(gt.rand(3, 4, 2), gt.rand(3, 4, 2), gt.ones(3))
+        L.cosine_embedding_loss(gt.rand(3, 4, 2, device=device), gt.rand(3, 4, 2, device=device),
+                                gt.ones(3, device=device))
     with pytest.raises(RuntimeError, match="0D or 1D target tensor expected"):
-        L.cosine_embedding_loss(gt.rand(3, 4), gt.rand(3, 4), gt.ones(3, 1))
+        L.cosine_embedding_loss(gt.rand(3, 4, device=device), gt.rand(3, 4, device=device),
+                                gt.ones(3, 1, device=device))
 
 
 @pytest.mark.parametrize("reduction", REDUCTIONS)
@@ -354,7 +358,8 @@ def test_margin_ranking_loss(device, reduction):
            [(a, ta), (b, tb)], device)
     with pytest.raises(RuntimeError, match="margin_ranking_loss : All input tensors should have "
                                            "same dimension"):
-        L.margin_ranking_loss(gt.rand(3), gt.rand(3, 1), gt.ones(3))
+        L.margin_ranking_loss(gt.rand(3, device=device), gt.rand(3, 1, device=device),
+                              gt.ones(3, device=device))
 
 
 # == modules ====================================================================================

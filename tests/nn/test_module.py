@@ -487,9 +487,9 @@ def test_device_moves(device):
     assert m(x).device == gt.device(device)
     m.cpu()
     assert w.device == gt.device("cpu") and m.stat.device == gt.device("cpu")
-    if device == "cuda":
+    if gt.device(device).type == "cuda":
         m.cuda()
-        assert w.is_cuda
+        assert w.is_cuda and w.device == gt.device(device)
 
 
 def test_module_pickle_and_deepcopy():

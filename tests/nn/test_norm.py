@@ -260,10 +260,10 @@ def test_group_norm_module_and_errors(device):
         GroupNorm(3, 4)
     with pytest.raises(RuntimeError, match="Expected number of channels in input to be "
                                            "divisible by num_groups"):
-        group_norm(gt.randn(3, 4), 3)
+        group_norm(gt.randn(3, 4, device=device), 3)
     with pytest.raises(RuntimeError, match="Expected weight to be a vector of size equal to the "
                                            "number of channels"):
-        group_norm(gt.randn(3, 4), 2, gt.ones(3))
+        group_norm(gt.randn(3, 4, device=device), 2, gt.ones(3, device=device))
 
 
 # == the ops' derivatives =======================================================================

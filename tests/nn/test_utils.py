@@ -117,8 +117,8 @@ def test_clip_grad_value_matches_torch(device, clip):
     for gp, tp in zip(g_params, t_params, strict=True):
         if tp.grad is not None:
             assert_close(gp.grad, tp.grad)
-    single = nn.Parameter(gt.zeros(2))
-    single.grad = gt.tensor([-5.0, 5.0])
+    single = nn.Parameter(gt.zeros(2, device=device))
+    single.grad = gt.tensor([-5.0, 5.0], device=device)
     clip_grad_value_(single, 1.0)
     assert single.grad.tolist() == [-1.0, 1.0]
 

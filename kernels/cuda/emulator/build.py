@@ -86,8 +86,26 @@ def parse_kernels(source: str) -> dict[str, tuple[Param, ...]]:
     return kernels
 
 
+# Per-module glue: the module's own static __shared__ section (an anchor object guarantees it
+# exists) and a module-local __assert_fail (bound inside the module by -Bsymbolic, so a kernel's
+# assert reaches the runtime instead of glibc's abort()).
+_MODULE_GLUE = """
+extern "C" int gt_emu_launch(const unsigned*, size_t, int, size_t, void (*)(void*), void*,
+                             char*, size_t, unsigned char*, unsigned char*);
+extern "C" [[noreturn]] void gt_emu_assert_fail(const char*, const char*, unsigned,
+                                                const char*) noexcept;
+extern "C" __attribute__((noreturn)) void __assert_fail(const char* e, const char* f,
+                                                        unsigned l, const char* fn) noexcept {
+    gt_emu_assert_fail(e, f, l, fn);
+}
+static unsigned char gt_emu_shared_anchor[16] __attribute__((section("gt_emu_shared"), used));
+extern "C" unsigned char __start_gt_emu_shared[] __attribute__((visibility("hidden")));
+extern "C" unsigned char __stop_gt_emu_shared[] __attribute__((visibility("hidden")));
+"""
+
+
 def _launchers(names: list[str]) -> str:
-    out = []
+    out = [_MODULE_GLUE]
     for name in names:
         out.append(
             f'extern "C" __attribute__((visibility("default"))) int gt_emu_launch__{name}('
@@ -96,14 +114,10 @@ def _launchers(names: list[str]) -> str:
             f"    struct Thunk {{ static void run(void* a) {{ "
             f"gt_emu::invoke(&{name}, static_cast<void**>(a)); }} }};\n"
             "    return gt_emu_launch(dims, shared, flags, stack, &Thunk::run, args, err, "
-            "errlen);\n"
+            "errlen, __start_gt_emu_shared, __stop_gt_emu_shared);\n"
             "}\n"
         )
-    decl = (
-        'extern "C" int gt_emu_launch(const unsigned*, size_t, int, size_t, void (*)(void*), '
-        "void*, char*, size_t);\n"
-    )
-    return decl + "".join(out)
+    return "".join(out)
 
 
 # ---- compiling and caching --------------------------------------------------------------------
@@ -136,7 +150,9 @@ def _digest(*parts: str | bytes) -> str:
 def _runtime_sources() -> list[bytes]:
     # Every shared kernel header (common.cuh, scalar_fns.cuh, ...) keys the cache: an edit to
     # one must never reuse a library built against the old text.
-    files = [SHIM, RUNTIME, *sorted(KERNELS_DIR.glob("*.cuh")), *sorted(STUB_INCLUDE.glob("*.h"))]
+    # This file too: it generates each module's launchers and glue.
+    files = [SHIM, RUNTIME, Path(__file__), *sorted(KERNELS_DIR.glob("*.cuh")),
+             *sorted(STUB_INCLUDE.glob("*.h"))]
     return [f.read_bytes() for f in files]
 
 
@@ -167,12 +183,18 @@ def _common_flags(extra: tuple[str, ...]) -> list[str]:
             "-I", str(KERNELS_DIR), "-I", str(HERE)]
 
 
-def _runtime_object(extra: tuple[str, ...]) -> Path:
+def runtime_library(extra: tuple[str, ...] = ()) -> Path:
+    """The fiber runtime as ONE shared library per process, which every module links against:
+    one stack pool, one launch lock and one set of scheduler globals however many modules are
+    loaded (a copy per module would map a guarded stack pool each, exhausting vm.max_map_count
+    after a few hundred modules)."""
     key = _digest(*_runtime_sources(), " ".join(extra), compiler_version())
-    target = cache_dir() / f"runtime-{key}.o"
+    target = cache_dir() / f"libgtemu-{key}.so"
     return _atomic_build(
         target,
-        lambda tmp: _invoke_compiler([CXX, *_common_flags(extra), "-c", str(RUNTIME), "-o", tmp]),
+        lambda tmp: _invoke_compiler([CXX, *_common_flags(extra), "-fvisibility=default",
+                                      *LDFLAGS, f"-Wl,-soname,{target.name}", str(RUNTIME),
+                                      "-o", tmp]),
     )
 
 
@@ -186,6 +208,7 @@ class Built:
     path: Path
     name: str
     kernels: dict[str, tuple[Param, ...]]
+    runtime: Path  # the runtime library the module links against (load it first, globally)
 
 
 def build_source(source: str, name: str, extra_flags: tuple[str, ...] = ()) -> Built:
@@ -199,17 +222,17 @@ def build_source(source: str, name: str, extra_flags: tuple[str, ...] = ()) -> B
     target = cache_dir() / f"{name}-{key}.so"
 
     def build(tmp: str) -> None:
-        runtime = _runtime_object(extra_flags)
+        runtime = runtime_library()
         src = Path(tmp).with_suffix(".cpp")
         src.write_text(f'#line 1 "{name}.cu"\n{source}\n#line 1 "<launchers>"\n'
                        + _launchers(list(kernels)))
         try:
             _invoke_compiler([CXX, *_common_flags(extra_flags), *LDFLAGS, str(src),
-                              str(runtime), "-o", tmp])
+                              str(runtime), "-Wl,-rpath,$ORIGIN", "-o", tmp])
         finally:
             src.unlink()
 
     with _lock:
         _atomic_build(target, build)
-    return Built(target, name, kernels)
+    return Built(target, name, kernels, runtime_library())
 

@@ -65,7 +65,9 @@ if _BF16 is not None:
 _POINTEES: dict[str, np.dtype] = dict(_SCALARS)
 _POINTEES.update({"float2": _dt("float32"), "float3": _dt("float32"), "float4": _dt("float32"),
                   "double2": _dt("float64"), "int2": _dt("int32"), "int4": _dt("int32"),
-                  "uint2": _dt("uint32"), "uint4": _dt("uint32")})
+                  "uint2": _dt("uint32"), "uint4": _dt("uint32"),
+                  # kernels/cuda/complex.cuh's value type: interleaved (re, im) like NumPy's
+                  "gt::complex<float>": _dt("complex64"), "gt::complex<double>": _dt("complex128")})
 
 _CTYPES = {
     "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
@@ -91,7 +93,11 @@ def _dims(value: int | Sequence[int], what: str, kernel: str, limits: tuple[int,
     return dims
 
 
-def _scalar(kernel: str, p: Param, value: Any) -> ctypes._SimpleCData:
+def scalar_value(kernel: str, p: Param, value: Any) -> np.generic:
+    """``value`` as a NumPy scalar of parameter ``p``'s C type, checked: an integer parameter
+    takes an integer that fits, a floating one a real number that does not overflow it.
+    16-bit float parameters come back as their uint16 bit pattern. The CuPy driver passes
+    these to real kernels too, so a Python float never lands in a ``float`` as a double."""
     dtype = _SCALARS.get(p.base)
     where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
     if dtype is None:
@@ -101,13 +107,15 @@ def _scalar(kernel: str, p: Param, value: Any) -> ctypes._SimpleCData:
             raise TypeError(f"{where}: expected a scalar, got an array of shape {value.shape}")
         value = value[()]
     if dtype.kind in "iu" or dtype == np.bool_:
-        if isinstance(value, (float, np.floating)) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) or \
+                not isinstance(value, (int, np.integer, np.bool_)):
             raise TypeError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
         info = (0, 1) if dtype == np.bool_ else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         if not info[0] <= int(value) <= info[1]:
             raise OverflowError(f"{where}: {int(value)} does not fit (range {info[0]}..{info[1]})")
-        return _CTYPES[dtype.name](int(value))
-    if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+        return dtype.type(int(value))
+    if not isinstance(value, (int, float, np.integer, np.floating)) or \
+            isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{where}: expected a real number, got {type(value).__name__} {value!r}")
     fval = float(value)
     with np.errstate(over="ignore"):
@@ -115,8 +123,13 @@ def _scalar(kernel: str, p: Param, value: Any) -> ctypes._SimpleCData:
     if math.isfinite(fval) and not math.isfinite(float(narrowed)):
         raise OverflowError(f"{where}: {fval!r} overflows {p.base}")
     if dtype.itemsize == 2:  # __half / __nv_bfloat16: pass the bit pattern
-        return ctypes.c_uint16(int(narrowed.view(np.uint16)))
-    return _CTYPES[dtype.name](fval)
+        return narrowed.view(np.uint16)[()]
+    return narrowed[()]
+
+
+def _scalar(kernel: str, p: Param, value: Any) -> ctypes._SimpleCData:
+    v = scalar_value(kernel, p, value)
+    return (ctypes.c_uint16 if v.dtype == np.uint16 else _CTYPES[v.dtype.name])(v.item())
 
 
 def _pointer(kernel: str, p: Param, value: Any) -> ctypes.c_void_p:
@@ -143,6 +156,7 @@ class Module:
         self.name = built.name
         self.path = built.path
         self.kernels: dict[str, tuple[Param, ...]] = dict(built.kernels)
+        _load_runtime(built.runtime)
         self._lib = ctypes.CDLL(str(built.path))
         self._fns = {}
         for k in self.kernels:
@@ -193,6 +207,16 @@ class Module:
         if rc != 0:
             raise KernelError(f"kernel '{kernel}' (module '{self.name}'): "
                               f"{err.value.decode(errors='replace')}")
+
+
+_runtimes: dict[str, ctypes.CDLL] = {}
+
+
+def _load_runtime(path: Any) -> None:
+    """Load the shared fiber runtime once, globally, so modules bind to this one copy."""
+    key = str(path)
+    if key not in _runtimes:
+        _runtimes[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
 
 
 _modules: dict[str, Module] = {}

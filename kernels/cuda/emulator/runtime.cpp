@@ -1,5 +1,6 @@
 // CUDA emulator runtime: runs a kernel's blocks one after another on the calling OS thread,
-// each CUDA thread a fiber on a pooled, guard-paged stack. Linked into every emulated module.
+// each CUDA thread a fiber on a pooled, guard-paged stack. Built once as a shared library that
+// every emulated module links against.
 //
 // Scheduling: a block runs in passes. In a pass every runnable fiber runs, in thread order (or
 // reversed), until it finishes or waits (block barrier / warp exchange); a fiber that stops
@@ -13,6 +14,9 @@
 // aborted. A stray memory access outside the guard pages is still a real SIGSEGV (it goes to
 // the handler that was installed before the launch).
 #include "cuda_shim.h"
+// The shim's CUDA qualifier macros are for kernel code: newer libstdc++ headers write
+// __attribute__((__noinline__)), which the macro would break.
+#undef __noinline__
 
 #include <csetjmp>
 #include <csignal>
@@ -475,9 +479,9 @@ static bool run_block() {
 
 }  // namespace gt_emu
 
-// assert() in kernel code lands here (the module is linked with -Bsymbolic, so this definition
-// wins over glibc's for calls made inside the module).
-extern "C" __attribute__((visibility("default"), noreturn)) void __assert_fail(
+// assert() in kernel code lands here: each module defines a local __assert_fail (see build.py)
+// that forwards to this, so a failed assert raises KernelError instead of calling abort().
+extern "C" __attribute__((visibility("default"), noreturn)) void gt_emu_assert_fail(
     const char* expr, const char* file, unsigned line, const char* func) noexcept {
     using namespace gt_emu;
     char what[512];
@@ -485,16 +489,13 @@ extern "C" __attribute__((visibility("default"), noreturn)) void __assert_fail(
     trap(what, file, (int)line);
 }
 
-// Placeholder object so the shared-memory section (and its __start/__stop symbols) always exist.
-static unsigned char gt_emu_shared_anchor[16] __attribute__((section("gt_emu_shared"), used));
-extern "C" unsigned char __start_gt_emu_shared[] __attribute__((visibility("hidden")));
-extern "C" unsigned char __stop_gt_emu_shared[] __attribute__((visibility("hidden")));
-
-// Runs a whole grid. dims = {grid.x, grid.y, grid.z, block.x, block.y, block.z}.
+// Runs a whole grid. dims = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+// [shared_begin, shared_end) is the calling module's static __shared__ section.
 // Returns 0 on success, 1 with a message in err on failure.
-extern "C" __attribute__((visibility("hidden"))) int gt_emu_launch(
+extern "C" __attribute__((visibility("default"))) int gt_emu_launch(
     const unsigned* dims, size_t shared_bytes, int flags, size_t stack_bytes,
-    void (*kernel)(void*), void* args, char* err, size_t errlen) {
+    void (*kernel)(void*), void* args, char* err, size_t errlen, unsigned char* shared_begin,
+    unsigned char* shared_end) {
     using namespace gt_emu;
     std::lock_guard<std::mutex> lock(g_launch_mutex);
     const int n = (int)(dims[3] * dims[4] * dims[5]);
@@ -524,7 +525,7 @@ extern "C" __attribute__((visibility("hidden"))) int gt_emu_launch(
     g_failed = false;
     g_error.clear();
     g_reverse = flags & kReverse;
-    const size_t static_shared = (size_t)(__stop_gt_emu_shared - __start_gt_emu_shared);
+    const size_t static_shared = (size_t)(shared_end - shared_begin);
     bool ok = true;
     install_segv();
     if (sigsetjmp(g_overflow_jmp, 1)) {
@@ -538,7 +539,7 @@ extern "C" __attribute__((visibility("hidden"))) int gt_emu_launch(
                 for (unsigned x = 0; x < dims[0] && ok; ++x) {
                     g_block_idx = uint3{x, y, z};
                     // Poison shared memory (0xFF.. is a NaN for floats) to expose missing writes.
-                    std::memset(__start_gt_emu_shared, 0xFF, static_shared);
+                    std::memset(shared_begin, 0xFF, static_shared);
                     std::memset(g_dyn_shared, 0xFF, shared_bytes);
                     ok = run_block();
                 }

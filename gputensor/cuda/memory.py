@@ -1,0 +1,105 @@
+"""Device memory statistics and the caching allocator's controls, as PyTorch names them.
+
+The runtime's caching allocator (CuPy's MemoryPool, or the emulator's size-class pool) keeps
+freed blocks for reuse: ``memory_allocated`` counts bytes held by live tensors,
+``memory_reserved`` adds the cached blocks, ``empty_cache`` returns those to the device. An
+allocation that does not fit frees the cache and retries once before raising
+:class:`OutOfMemoryError` with the size asked for and the bytes in use.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gputensor.kernels.cuda.runtime import OutOfMemoryError
+
+from .devices import _checked, _index, _require
+
+
+def _rt(device: Any) -> Any:
+    rt = _require()
+    _checked(_index(device, optional=False))
+    return rt
+
+
+def memory_allocated(device: Any = None) -> int:
+    """Bytes of device memory held by live tensors (rounded to the allocator's blocks)."""
+    return int(_rt(device).memory_allocated())
+
+
+def max_memory_allocated(device: Any = None) -> int:
+    """The peak of ``memory_allocated`` since start or the last ``reset_peak_memory_stats``."""
+    return int(_rt(device).max_memory_allocated())
+
+
+def memory_reserved(device: Any = None) -> int:
+    """Bytes the caching allocator holds from the device: live blocks plus cached ones."""
+    return int(_rt(device).memory_reserved())
+
+
+def reset_peak_memory_stats(device: Any = None) -> None:
+    """Restart peak tracking from the current allocation."""
+    _rt(device).reset_peak_memory_stats()
+
+
+def reset_max_memory_allocated(device: Any = None) -> None:
+    reset_peak_memory_stats(device)
+
+
+def empty_cache() -> None:
+    """Release the allocator's cached (unused) blocks back to the device."""
+    from gputensor import cuda
+
+    if cuda.is_initialized():  # like PyTorch: a no-op before CUDA is initialised
+        _require().empty_cache()
+
+
+def memory_stats(device: Any = None) -> dict[str, int]:
+    """The allocator's counters under PyTorch's key names (the subset the runtimes track)."""
+    rt = _rt(device)
+    allocated, reserved = int(rt.memory_allocated()), int(rt.memory_reserved())
+    return {
+        "allocated_bytes.all.current": allocated,
+        "allocated_bytes.all.peak": int(rt.max_memory_allocated()),
+        "reserved_bytes.all.current": reserved,
+        "inactive_split_bytes.all.current": reserved - allocated,
+    }
+
+
+def _fmt(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)  # pragma: no cover
+
+
+def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
+    """A readable table of the allocator's statistics for the device."""
+    from .devices import get_device_properties
+
+    rt = _rt(device)
+    props = get_device_properties(device)
+    allocated, reserved = int(rt.memory_allocated()), int(rt.memory_reserved())
+    rows = [
+        ("Allocated memory (live tensors)", allocated),
+        ("Peak allocated memory", int(rt.max_memory_allocated())),
+        ("Reserved memory (live + cached)", reserved),
+        ("Cached, unused memory", reserved - allocated),
+        ("Device total memory", props.total_memory),
+    ]
+    width = 72
+    title = f"gputensor CUDA memory summary, device {_index(device, optional=False)}"
+    lines = ["=" * width, f"|{title:^{width - 2}}|", f"|{props.name:^{width - 2}}|",
+             "|" + "-" * (width - 2) + "|",
+             f"| {'Metric':<44}| {'Value':>22} |", "|" + "-" * (width - 2) + "|"]
+    lines += [f"| {name:<44}| {_fmt(value):>22} |" for name, value in rows]
+    lines.append("=" * width)
+    return "\n".join(lines) + "\n"
+
+
+__all__ = [
+    "OutOfMemoryError", "empty_cache", "max_memory_allocated", "memory_allocated",
+    "memory_reserved", "memory_stats", "memory_summary", "reset_max_memory_allocated",
+    "reset_peak_memory_stats",
+]

@@ -1,0 +1,242 @@
+"""CUDA streams and events, PyTorch-shaped, over the runtime's own stream and event objects.
+
+A :class:`Stream` wraps ``runtime().create_stream()`` (a CuPy stream on a GPU, an always-complete
+stream in the emulator); the default stream wraps nothing and stands for the device's legacy
+stream. ``with gt.cuda.stream(s):`` makes ``s`` current: kernels launch on it (the runtime's
+own stream is entered too, which is how CuPy picks the stream of a launch) and the "cuda"
+storage driver orders its copies on it. Events wrap ``runtime().create_event()``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from .devices import _require, current_device
+
+_local = threading.local()  # per thread: the stack of entered streams
+
+
+def _done(raw: Any) -> bool:
+    """Whether a runtime stream or event has finished its work (``query()`` or ``.done``)."""
+    q = getattr(raw, "query", None)
+    if callable(q):
+        return bool(q())
+    return bool(getattr(raw, "done", True))
+
+
+class Stream:
+    """A CUDA stream (``gt.cuda.Stream(device=None, priority=0)``): work queued on it runs in
+    order; different streams may overlap."""
+
+    def __init__(self, device: Any = None, priority: int = 0, *, _raw: Any = None,
+                 _default: bool = False) -> None:
+        rt = _require()
+        self.device_index = current_device()
+        self.priority = int(priority)
+        self._runtime = rt
+        self._default = _default
+        self.raw = None if _default else (_raw if _raw is not None else rt.create_stream())
+
+    @property
+    def device(self) -> Any:
+        from gputensor._device import to_device
+
+        return to_device(f"cuda:{self.device_index}")
+
+    @property
+    def cuda_stream(self) -> int:
+        """The native handle (0 for the default stream)."""
+        if self.raw is None:
+            return 0
+        return int(getattr(self.raw, "ptr", id(self.raw)))
+
+    def query(self) -> bool:
+        """True when all work queued on this stream has completed."""
+        if self.raw is None:
+            ev = Event()
+            ev.record(self)
+            return ev.query()
+        return _done(self.raw)
+
+    def synchronize(self) -> None:
+        """Wait until all work queued on this stream has completed."""
+        if self.raw is None:
+            self._runtime.synchronize()
+        else:
+            self.raw.synchronize()
+
+    def wait_event(self, event: Event) -> None:
+        """Make work queued on this stream after now wait for ``event``."""
+        if not event._recorded:
+            return  # PyTorch: waiting on a never-recorded event does nothing
+        fn = getattr(self.raw, "wait_event", None) if self.raw is not None else None
+        if callable(fn):
+            fn(event.raw)
+        else:  # the default stream, or a runtime that runs work when issued: the host waits
+            event.synchronize()
+
+    def wait_stream(self, stream: Stream) -> None:
+        """Make work queued on this stream after now wait for what ``stream`` queued so far."""
+        self.wait_event(stream.record_event())
+
+    def record_event(self, event: Event | None = None) -> Event:
+        """Record ``event`` (a new one when None) on this stream and return it."""
+        event = Event() if event is None else event
+        event.record(self)
+        return event
+
+    # -- as a context manager: ``with gt.cuda.Stream() as s:`` ---------------------------------
+    def __enter__(self) -> Stream:
+        _push(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _pop(self)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stream):
+            return NotImplemented
+        if self.raw is None or other.raw is None:
+            return self.raw is other.raw and self.device_index == other.device_index
+        return self.raw is other.raw
+
+    def __hash__(self) -> int:
+        return hash((self.device_index, id(self.raw)))
+
+    def __repr__(self) -> str:
+        return (f"<gputensor.cuda.Stream device=cuda:{self.device_index} "
+                f"cuda_stream={self.cuda_stream:#x}>")
+
+
+class Event:
+    """A CUDA event: a marker in a stream, to wait on or to time between
+    (``gt.cuda.Event(enable_timing=False, blocking=False, interprocess=False)``)."""
+
+    def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False) -> None:
+        if interprocess:
+            raise NotImplementedError("interprocess CUDA events are not supported")
+        self._runtime = _require()
+        self.enable_timing = bool(enable_timing)
+        self.blocking = bool(blocking)
+        self.raw = self._runtime.create_event()
+        self._recorded = False
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Record the event on ``stream`` (the current stream when None)."""
+        stream = current_stream() if stream is None else stream
+        self.raw.record(stream.raw)
+        self._recorded = True
+
+    def wait(self, stream: Stream | None = None) -> None:
+        """Make ``stream`` (the current stream when None) wait for this event."""
+        (current_stream() if stream is None else stream).wait_event(self)
+
+    def query(self) -> bool:
+        """True when the work before the event's record completed (or it was never recorded)."""
+        return True if not self._recorded else _done(self.raw)
+
+    def synchronize(self) -> None:
+        """Wait until the work before the event's record completed."""
+        if self._recorded:
+            self.raw.synchronize()
+
+    def elapsed_time(self, end_event: Event) -> float:
+        """Milliseconds between this event's record and ``end_event``'s (both complete)."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument "
+                               "'enable_timing=True'.")
+        if not (self._recorded and end_event._recorded):
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return float(self._runtime.elapsed_time(self.raw, end_event.raw))
+
+    def __repr__(self) -> str:
+        state = "recorded" if self._recorded else "not recorded"
+        return f"<gputensor.cuda.Event {state}, enable_timing={self.enable_timing}>"
+
+
+# -- the current stream ----------------------------------------------------------------------
+_defaults: dict[tuple[int, int], Stream] = {}  # (id(runtime), device) -> default stream
+
+
+def default_stream(device: Any = None) -> Stream:
+    """The default (legacy) stream of the device."""
+    rt = _require()
+    key = (id(rt), current_device())
+    s = _defaults.get(key)
+    if s is None or s._runtime is not rt:
+        s = _defaults[key] = Stream(_default=True)
+    return s
+
+
+def current_stream(device: Any = None) -> Stream:
+    """The stream work is queued on now: the innermost ``stream(...)`` entered in this
+    thread, else the default stream."""
+    stack = getattr(_local, "stack", None)
+    if stack:
+        return stack[-1]
+    return default_stream(device)
+
+
+def set_stream(stream: Stream | None) -> None:
+    """Make ``stream`` current for this thread until another is set (None: the default)."""
+    stack = getattr(_local, "stack", None)
+    if stack:
+        for s in reversed(stack):
+            _exit_raw(s)
+    _local.stack = []
+    if stream is not None and not stream._default:
+        _push(stream)
+
+
+def _push(stream: Stream) -> None:
+    stack = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    stack.append(stream)
+    enter = getattr(stream.raw, "__enter__", None)
+    if callable(enter):
+        enter()  # CuPy: kernels and copies issued with stream=None go to its current stream
+
+
+def _exit_raw(stream: Stream) -> None:
+    leave = getattr(stream.raw, "__exit__", None)
+    if callable(leave):
+        leave(None, None, None)
+
+
+def _pop(stream: Stream) -> None:
+    stack = getattr(_local, "stack", [])
+    if not stack or stack[-1] is not stream:
+        raise RuntimeError("gputensor.cuda.stream contexts must be exited in the reverse order "
+                           "of entering them")
+    stack.pop()
+    _exit_raw(stream)
+
+
+class StreamContext:
+    """``gt.cuda.stream(s)``: make ``s`` the current stream inside the block (None: no-op)."""
+
+    def __init__(self, stream: Stream | None) -> None:
+        self.stream = stream
+
+    def __enter__(self) -> Stream | None:
+        if self.stream is not None:
+            _push(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc: object) -> None:
+        if self.stream is not None:
+            _pop(self.stream)
+
+
+def stream(stream: Stream | None) -> StreamContext:
+    """Context manager selecting ``stream`` as the current stream."""
+    return StreamContext(stream)
+
+
+def raw_current_stream() -> Any:
+    """The runtime stream object copies should be ordered on (None: the default stream)."""
+    stack = getattr(_local, "stack", None)
+    return stack[-1].raw if stack else None

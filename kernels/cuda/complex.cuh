@@ -1,0 +1,204 @@
+// Complex numbers for gputensor's CUDA kernels: gt::complex<float> (complex64) and
+// gt::complex<double> (complex128), with the vocabulary of scalar_fns.cuh overloaded for them.
+//
+// NVRTC has no standard library and the emulator must compile the same text with g++, so this
+// is a small value type rather than cuda::std::complex (whose headers neither toolchain is
+// guaranteed to find). Semantics follow the CPU backend (Numba / CPython's cmath, PyTorch):
+// division is Smith's algorithm, 0 ** b follows PyTorch, nan_to_num acts on both parts, and a
+// complex value converts to a real type by dropping its imaginary part. complex64 evaluates its
+// transcendental functions in double and rounds once, so it is at least as accurate as the CPU.
+#pragma once
+
+namespace gt {
+
+template <class T> struct is_real_arith { static constexpr bool value = false; };
+#define GT_REAL_ARITH(T) template <> struct is_real_arith<T> { static constexpr bool value = true; };
+GT_REAL_ARITH(bool) GT_REAL_ARITH(signed char) GT_REAL_ARITH(unsigned char) GT_REAL_ARITH(short)
+GT_REAL_ARITH(int) GT_REAL_ARITH(long long) GT_REAL_ARITH(unsigned long long)
+GT_REAL_ARITH(float) GT_REAL_ARITH(double) GT_REAL_ARITH(unsigned) GT_REAL_ARITH(long)
+#undef GT_REAL_ARITH
+template <bool B, class R = void> struct enable_if {};
+template <class R> struct enable_if<true, R> { typedef R type; };
+#define GT_IF_REAL(U, R) typename enable_if<is_real_arith<U>::value, R>::type
+
+template <class T>
+struct complex {
+    T re, im;
+    __device__ __forceinline__ complex() : re(0), im(0) {}
+    __device__ __forceinline__ complex(T r, T i) : re(r), im(i) {}
+    template <class U, class = GT_IF_REAL(U, void)>
+    __device__ __forceinline__ complex(U r) : re(static_cast<T>(r)), im(0) {}
+    template <class U>
+    __device__ __forceinline__ explicit complex(complex<U> z)
+        : re(static_cast<T>(z.re)), im(static_cast<T>(z.im)) {}
+    // To a real type: the real part, as PyTorch's casts; to bool: non-zero.
+    template <class U, class = GT_IF_REAL(U, void)>
+    __device__ __forceinline__ explicit operator U() const { return static_cast<U>(re); }
+    __device__ __forceinline__ explicit operator bool() const { return re != 0 || im != 0; }
+};
+
+// ---- arithmetic ----------------------------------------------------------------------------
+template <class T> __device__ __forceinline__ complex<T> operator-(complex<T> a) {
+    return complex<T>(-a.re, -a.im);
+}
+template <class T> __device__ __forceinline__ complex<T> operator+(complex<T> a, complex<T> b) {
+    return complex<T>(a.re + b.re, a.im + b.im);
+}
+template <class T> __device__ __forceinline__ complex<T> operator-(complex<T> a, complex<T> b) {
+    return complex<T>(a.re - b.re, a.im - b.im);
+}
+template <class T> __device__ __forceinline__ complex<T> operator*(complex<T> a, complex<T> b) {
+    return complex<T>(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);
+}
+// Smith's algorithm (as NumPy and PyTorch); a zero divisor gives inf/nan, never a trap.
+template <class T> __device__ __forceinline__ complex<T> operator/(complex<T> x, complex<T> y) {
+    const T a = x.re, b = x.im, c = y.re, d = y.im;
+    const T ac = c < 0 ? -c : c, ad = d < 0 ? -d : d;
+    if (ac >= ad) {
+        if (c == 0 && d == 0) return complex<T>(a / ac, b / ad);
+        const T rat = d / c, scl = T(1) / (c + d * rat);
+        return complex<T>((a + b * rat) * scl, (b - a * rat) * scl);
+    }
+    const T rat = c / d, scl = T(1) / (d + c * rat);
+    return complex<T>((a * rat + b) * scl, (b * rat - a) * scl);
+}
+template <class T> __device__ __forceinline__ bool operator==(complex<T> a, complex<T> b) {
+    return a.re == b.re && a.im == b.im;
+}
+template <class T> __device__ __forceinline__ bool operator!=(complex<T> a, complex<T> b) {
+    return !(a == b);
+}
+// Mixed with a real operand (literals, params, promoted integer operands).
+#define GT_MIXED(OP, R)                                                                     \
+    template <class T, class U> __device__ __forceinline__ GT_IF_REAL(U, R)              \
+    operator OP(complex<T> a, U b) { return a OP complex<T>(b); }                         \
+    template <class T, class U> __device__ __forceinline__ GT_IF_REAL(U, R)              \
+    operator OP(U a, complex<T> b) { return complex<T>(a) OP b; }
+GT_MIXED(+, complex<T>) GT_MIXED(-, complex<T>) GT_MIXED(*, complex<T>)
+GT_MIXED(/, complex<T>) GT_MIXED(==, bool) GT_MIXED(!=, bool)
+#undef GT_MIXED
+
+// ---- the vocabulary ------------------------------------------------------------------------
+template <class T> __device__ __forceinline__ T real(complex<T> a) { return a.re; }
+template <class T> __device__ __forceinline__ complex<T> conj(complex<T> a) {
+    return complex<T>(a.re, -a.im);
+}
+template <class T> __device__ __forceinline__ T pyabs(complex<T> a) { return ::hypot(a.re, a.im); }
+template <class T> __device__ __forceinline__ bool isnan(complex<T> a) {
+    return a.re != a.re || a.im != a.im;
+}
+template <class T> __device__ __forceinline__ bool isinf(complex<T> a) {
+    return isinf(a.re) || isinf(a.im);
+}
+template <class T> __device__ __forceinline__ bool isfinite(complex<T> a) {
+    return isfinite(a.re) && isfinite(a.im);
+}
+// sgn(z) = z / |z|, and 0 at 0 (PyTorch's sgn).
+template <class T> __device__ __forceinline__ complex<T> sign(complex<T> a) {
+    const T r = pyabs(a);
+    return r == 0 ? complex<T>(0, 0) : complex<T>(a.re / r, a.im / r);
+}
+template <class T, class P>
+__device__ __forceinline__ complex<T> nan_to_num(complex<T> a, P nan, P posinf, P neginf) {
+    return complex<T>(nan_to_num(a.re, real(nan), real(posinf), real(neginf)),
+                      nan_to_num(a.im, real(nan), real(posinf), real(neginf)));
+}
+
+// Transcendental functions, defined on complex<double>; complex<float> rounds their result.
+namespace cplx {
+typedef complex<double> zd;
+__device__ __forceinline__ zd exp(zd z) {
+    const double e = ::exp(z.re);
+    return z.im == 0 ? zd(e, z.im) : zd(e * ::cos(z.im), e * ::sin(z.im));
+}
+__device__ __forceinline__ zd log(zd z) { return zd(::log(::hypot(z.re, z.im)), ::atan2(z.im, z.re)); }
+// Principal root without cancellation: from the larger of (|z| + |x|) / 2.
+__device__ __forceinline__ zd sqrt(zd z) {
+    const double x = z.re, y = z.im;
+    if (x == 0 && y == 0) return zd(0, y);
+    const double t = ::sqrt((::hypot(x, y) + ::fabs(x)) / 2);
+    if (x >= 0) return zd(t, y / (2 * t));
+    return zd(::fabs(y) / (2 * t), ::copysign(t, y));
+}
+__device__ __forceinline__ zd sinh(zd z) {
+    return zd(::sinh(z.re) * ::cos(z.im), ::cosh(z.re) * ::sin(z.im));
+}
+__device__ __forceinline__ zd cosh(zd z) {
+    return zd(::cosh(z.re) * ::cos(z.im), ::sinh(z.re) * ::sin(z.im));
+}
+// tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y), saturating to +-1 for large |x|.
+__device__ __forceinline__ zd tanh(zd z) {
+    if (::fabs(z.re) > 20) return zd(::copysign(1.0, z.re), 4 * ::sin(z.im) * ::cos(z.im) *
+                                                            ::exp(-2 * ::fabs(z.re)));
+    const double d = ::cosh(2 * z.re) + ::cos(2 * z.im);
+    return zd(::sinh(2 * z.re) / d, ::sin(2 * z.im) / d);
+}
+__device__ __forceinline__ zd mul_i(zd z) { return zd(-z.im, z.re); }    // i z
+__device__ __forceinline__ zd mul_mi(zd z) { return zd(z.im, -z.re); }   // -i z
+__device__ __forceinline__ zd sin(zd z) { return mul_mi(sinh(mul_i(z))); }
+__device__ __forceinline__ zd cos(zd z) { return cosh(mul_i(z)); }
+__device__ __forceinline__ zd tan(zd z) { return mul_mi(tanh(mul_i(z))); }
+// asin z = -i log(iz + sqrt(1 - z^2)); acos z = pi/2 - asin z; atan z = i/2 log((i + z)/(i - z))
+__device__ __forceinline__ zd asin(zd z) {
+    return mul_mi(log(mul_i(z) + sqrt(zd(1, 0) - z * z)));
+}
+__device__ __forceinline__ zd acos(zd z) {
+    const zd s = asin(z);
+    return zd(1.5707963267948966 - s.re, -s.im);
+}
+__device__ __forceinline__ zd atan(zd z) {
+    const zd q = log((zd(0, 1) + z) / (zd(0, 1) - z));
+    return zd(-q.im / 2, q.re / 2);
+}
+// expm1 and log1p without cancellation near 0.
+__device__ __forceinline__ zd expm1(zd z) {
+    const double s = ::sin(z.im / 2);
+    return zd(::expm1(z.re) * ::cos(z.im) - 2 * s * s, ::exp(z.re) * ::sin(z.im));
+}
+__device__ __forceinline__ zd log1p(zd z) {
+    return zd(0.5 * ::log1p(z.re * (2 + z.re) + z.im * z.im), ::atan2(z.im, 1 + z.re));
+}
+// 0 ** b as PyTorch: 0 for Re(b) > 0, 1 for b == 0, inf+nanj for Re(b) < 0, else nan.
+__device__ __forceinline__ zd pow(zd a, zd b) {
+    if (a.re == 0 && a.im == 0) {
+        if (b.re > 0) return zd(0, 0);
+        if (b.re == 0 && b.im == 0) return zd(1, 0);
+        const double inf = __longlong_as_double(0x7ff0000000000000LL);
+        const double nan = __longlong_as_double(0x7ff8000000000000LL);
+        return b.re < 0 ? zd(inf, nan) : zd(nan, nan);
+    }
+    return exp(b * log(a));
+}
+}  // namespace cplx
+
+#define GT_CPLX1(NAME, EXPR)                                                          \
+    template <class T> __device__ __forceinline__ complex<T> NAME(complex<T> a) {     \
+        const cplx::zd z(a);                                                          \
+        return complex<T>(EXPR);                                                      \
+    }
+GT_CPLX1(exp, cplx::exp(z)) GT_CPLX1(log, cplx::log(z)) GT_CPLX1(sqrt, cplx::sqrt(z))
+GT_CPLX1(sin, cplx::sin(z)) GT_CPLX1(cos, cplx::cos(z)) GT_CPLX1(tan, cplx::tan(z))
+GT_CPLX1(sinh, cplx::sinh(z)) GT_CPLX1(cosh, cplx::cosh(z)) GT_CPLX1(tanh, cplx::tanh(z))
+GT_CPLX1(asin, cplx::asin(z)) GT_CPLX1(acos, cplx::acos(z)) GT_CPLX1(atan, cplx::atan(z))
+GT_CPLX1(expm1, cplx::expm1(z)) GT_CPLX1(log1p, cplx::log1p(z))
+GT_CPLX1(exp2, cplx::exp(z * 0.6931471805599453))
+GT_CPLX1(log2, cplx::log(z) * 1.4426950408889634)
+GT_CPLX1(log10, cplx::log(z) * 0.4342944819032518)
+#undef GT_CPLX1
+template <class T> __device__ __forceinline__ complex<T> ipow(complex<T> a, complex<T> b) {
+    return complex<T>(cplx::pow(cplx::zd(a), cplx::zd(b)));
+}
+template <class T, class U>
+__device__ __forceinline__ GT_IF_REAL(U, complex<T>) truediv(complex<T> a, U b) {
+    return a / complex<T>(b);
+}
+template <class T, class U>
+__device__ __forceinline__ GT_IF_REAL(U, complex<T>) truediv(U a, complex<T> b) {
+    return complex<T>(a) / b;
+}
+template <class T> __device__ __forceinline__ complex<T> truediv(complex<T> a, complex<T> b) {
+    return a / b;
+}
+
+#undef GT_IF_REAL
+}  // namespace gt

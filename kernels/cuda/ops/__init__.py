@@ -1,0 +1,18 @@
+"""The CUDA backend's kernels: importing this package registers them with the registry.
+
+Nothing compiles at import: each kernel's module is compiled by the active runtime (NVRTC
+through CuPy, or g++ through the emulator) on first launch and cached on disk.
+"""
+
+from . import (  # noqa: F401
+    conv,
+    elementwise,
+    linalg,
+    nn,
+    optim,
+    random,
+    reduction,
+    scatter,
+    shape,
+    sort,
+)

@@ -1,0 +1,372 @@
+"""The CUDA backend's matrix products (``_gemm``) and ``einsum``, on device tensors.
+
+``_gemm(out, a, b, c, beta, alpha)`` has the CPU kernel's contract (kernels/cpu/linalg.py):
+out = beta * c + alpha * (a @ b), batched, a: (*Ba, M, K), b: (*Bb, K, N), out: (*B, M, N), batch
+dims broadcasting, any strides, c None or broadcastable to out (possibly out itself, for the
+in-place add* ops); beta == 0 ignores c and alpha == 0 ignores the product.
+
+Two engines serve it:
+- float32/float64/complex go to the runtime's cuBLAS-style column-major ``gemm``. A row-major
+  (M, N) result is the column-major (N, M) matrix ``out^T = b^T a^T``, so each operand whose
+  matrix dims have a unit stride is read in place through the transpose flags (no copy);
+  batches are one gemm call per batch index with pointer offsets (the runtime interface has no
+  strided-batched call). Many tiny real-valued batches (an elementwise-like einsum) go to the
+  tiled kernel instead, which does a whole batch in one launch.
+- every other dtype runs the tiled shared-memory kernel in gemm.cu, which takes all strides
+  (batch strides in a small device array), so it never copies an operand.
+
+einsum mirrors what NumPy's einsum does for the CPU kernel with products: repeated labels become
+diagonal views, labels only one operand has are summed away (a product with a broadcast ones
+vector), operands are contracted pairwise left to right as batched products, and the result is
+permuted into the output. float16/bfloat16 einsums compute in float32, as on the CPU.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._ops._core import empty, kernel
+from gputensor._tensor import Tensor
+from gputensor.kernels.registry import CUDA
+from gputensor.storage.allocator import driver_for
+
+from ..device import CTYPES, SHORT, CudaSource, DeviceArray, grid_for, launch, runtime
+from ..runtime import DevicePtr
+
+SOURCE = CudaSource("gemm.cu")
+
+# cuBLAS-style gemm dtypes, and the tiled kernel's: (dtype, accumulator, host scalar type).
+BLAS_DTYPES = (D.float32, D.float64, D.complex64, D.complex128)
+_ACC = {D.bool: ("bool", "bool"), D.float16: ("float", "float"),
+        D.bfloat16: ("float", "float"), D.float32: ("float", "float"),
+        D.float64: ("double", "double")}
+TILED_DTYPES = (D.bool, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16,
+                D.float32, D.float64)
+_TILE = 64       # output tile side of the tiled kernel (gemm.cu: BM = BN)
+_THREADS = 16    # threads per block side
+_MAX_GRID_YZ = 65535
+
+SOURCE.instantiate(
+    "gemm_{s}",
+    "{T}* out, const {T}* a, const {T}* b, const {T}* c, {S} alpha, {S} beta, long long M, "
+    "long long N, long long K, long long batch, long long a_sm, long long a_sk, long long b_sk, "
+    "long long b_sn, long long c_sm, long long c_sn, long long o_sm, long long o_sn, "
+    "const long long* meta",
+    "gt_gemm::gemm_tiled<{T}, {A}, {S}>(out, a, b, c, alpha, beta, M, N, K, batch, a_sm, a_sk, "
+    "b_sk, b_sn, c_sm, c_sn, o_sm, o_sn, meta)",
+    [{"s": SHORT[d], "T": CTYPES[d], "A": _ACC.get(d, ("unsigned long long",))[0],
+      "S": _ACC.get(d, (None, "long long"))[1]} for d in TILED_DTYPES])
+SOURCE.instantiate("gt_zero_bytes", "unsigned char* p, long long nbytes",
+                   "gt_fill_zero_bytes(p, nbytes)", [{}])
+
+# Real products with more batches than this, each smaller than _BLAS_MIN_WORK multiply-adds,
+# run as one tiled launch rather than one gemm call per batch.
+_BLAS_MAX_BATCHES = 8
+_BLAS_MIN_WORK = 32 * 32 * 32
+
+
+# -- small device helpers (shared with the convolution kernels) -------------------------------
+def zero_(t: Tensor) -> None:
+    """Fill a contiguous CUDA tensor with zeros (all-zero bits for every dtype)."""
+    n = t.numel() * t._dtype.itemsize
+    if n:
+        launch(SOURCE, "gt_zero_bytes", grid_for(n), 256, [t, np.int64(n)])
+
+
+def _float_pairs(t: Tensor) -> Tensor:
+    """A complex tensor as the real tensor of its (re, im) pairs: shape (*shape, 2)."""
+    real = D.float32 if t._dtype is D.complex64 else D.float64
+    return Tensor._make(t._storage, real, (*t._shape, 2), tuple(2 * s for s in t._stride) + (1,),
+                        2 * t._offset)
+
+
+def copy_into(dst: Tensor, src: Tensor) -> None:
+    """dst[...] = src (broadcast, cast to dst's dtype) with the CUDA ``_copy`` kernel; complex
+    tensors of one dtype copy as pairs of reals (the elementwise kernels are real-only)."""
+    if dst._dtype.is_complex:
+        if src._dtype is not dst._dtype:
+            raise TypeError(f"CUDA copy from {src._dtype} to {dst._dtype} is not supported")
+        lead = dst.dim() - src.dim()
+        src = Tensor._make(src._storage, src._dtype, (1,) * lead + src._shape,
+                           (0,) * lead + src._stride, src._offset)
+        dst, src = _float_pairs(dst), _float_pairs(src)
+    kernel(dst, "_copy")(dst, [src], (), dst._dtype)
+
+
+def materialize(t: Tensor, dtype: D.dtype | None = None) -> Tensor:
+    """A new contiguous copy of ``t`` (broadcast dims expanded), optionally cast."""
+    out = empty(t._shape, dtype or t._dtype, t.device)
+    if out.numel():
+        copy_into(out, t)
+    return out
+
+
+def ones(dtype: D.dtype, device: Any) -> Tensor:
+    """A one-element CUDA tensor holding 1 (uploaded, a few bytes)."""
+    t = empty((1,), dtype, device)
+    driver_for("cuda").from_host(t._storage._buf, 0, np.ones(1, dtype.np_dtype))
+    return t
+
+
+# -- layouts --------------------------------------------------------------------------------------
+def _bstrides(t: Tensor, shape: Sequence[int]) -> tuple[int, ...]:
+    """``t``'s strides broadcast (right-aligned, 0 where it repeats) to ``shape``."""
+    lead = len(shape) - t.dim()
+    return (0,) * lead + tuple(0 if n == 1 and shape[lead + k] != 1 else s
+                               for k, (n, s) in enumerate(zip(t._shape, t._stride, strict=True)))
+
+
+def _blas_form(rows: int, cols: int, sr: int, sc: int) -> tuple[str, int] | None:
+    """A logical row-major (rows, cols) matrix with strides (sr, sc) as op(X) of a stored
+    column-major X: ('N', ld) when it is column-major itself, ('T', ld) when it is the
+    transpose of one, None when neither dim has a unit stride (it needs a copy)."""
+    if (sr == 1 or rows <= 1) and (cols <= 1 or sc >= max(1, rows)):
+        return "N", max(1, rows, sc if cols > 1 else 1)
+    if (sc == 1 or cols <= 1) and (rows <= 1 or sr >= max(1, cols)):
+        return "T", max(1, cols, sr if rows > 1 else 1)
+    return None
+
+
+def _overlaps(out: Tensor, *others: Tensor | None) -> bool:
+    return any(x is not None and x._storage is out._storage for x in others)
+
+
+def _same_view(c: Tensor, out: Tensor) -> bool:
+    """Whether ``c`` broadcast to out's shape addresses exactly out's elements."""
+    if c._storage is not out._storage or c._offset != out._offset:
+        return False
+    cs = _bstrides(c, out._shape)
+    return all(n == 1 or s == t for n, s, t in zip(out._shape, cs, out._stride, strict=True))
+
+
+# -- the gemm -------------------------------------------------------------------------------------
+@CUDA.register("_gemm")
+def gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: Any) -> None:
+    """out = beta * c + alpha * (a @ b), batched (see the module docstring)."""
+    gemm_into(out, a, b, c, beta, alpha)
+
+
+def gemm_into(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None = None, beta: Any = 0,
+              alpha: Any = 1) -> None:
+    """The ``_gemm`` kernel, callable by other CUDA kernels (convolutions, einsum)."""
+    if out.numel() == 0:
+        return
+    dt = out._dtype
+    if c is not None and beta == 0:
+        c = None
+    if c is not None and c._storage is out._storage and not _same_view(c, out):
+        c = materialize(c)  # an overlapping but differently laid out addend: read it first
+    target = out
+    if _overlaps(out, a, b):  # the product must not overwrite its own operands
+        target = empty(out._shape, dt, out.device)
+    m, n = out._shape[-2:]
+    k = a._shape[-1] if alpha != 0 else 0
+    batches = math.prod(out._shape[:-2])
+    if dt in BLAS_DTYPES and (dt.is_complex or batches <= _BLAS_MAX_BATCHES
+                              or m * n * k >= _BLAS_MIN_WORK):
+        _blas_gemm(target, a, b, c, beta, alpha, k)
+    elif dt in TILED_DTYPES:
+        _tiled_gemm(target, a, b, c, beta, alpha, k)
+    else:
+        raise TypeError(f"matrix products on CUDA do not support dtype {dt}")
+    if target is not out:
+        copy_into(out, target)
+
+
+def _tiled_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: Any,
+                k: int) -> None:
+    shape = out._shape
+    m, n = shape[-2:]
+    bshape = shape[:-2]
+    a_st, b_st = _bstrides(a, (*bshape, m, a._shape[-1])), _bstrides(b, (*bshape, b._shape[-2], n))
+    c_st = _bstrides(c, shape) if c is not None else (0,) * len(shape)
+    o_st = out._stride
+    nb = len(bshape)
+    meta = DeviceArray([nb, *bshape, *a_st[:nb], *b_st[:nb], *c_st[:nb], *o_st[:nb]])
+    dt = out._dtype
+    # Scalars as NumPy scalars of each parameter's C type (what the runtimes pass by value).
+    if dt is D.bool:
+        al, be = bool(alpha), bool(beta)  # Python bool: both runtimes pass 1 byte
+    elif dt is D.float64:
+        al, be = np.float64(alpha), np.float64(beta)
+    elif dt.is_floating_point:
+        al, be = np.float32(alpha), np.float32(beta)
+    else:
+        al, be = np.int64(alpha), np.int64(beta)
+    batches = math.prod(bshape)
+    grid = (-(-n // _TILE), min(-(-m // _TILE), _MAX_GRID_YZ), min(batches, _MAX_GRID_YZ))
+    sizes = [m, n, k, batches, a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1],
+             o_st[-2], o_st[-1]]
+    launch(SOURCE, f"gemm_{SHORT[dt]}", grid, (_THREADS, _THREADS),
+           [out, a if k else None, b if k else None, c, al, be, *map(np.int64, sizes), meta])
+
+
+def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: Any,
+               k: int) -> None:
+    dt = out._dtype
+    shape = out._shape
+    m, n = shape[-2:]
+    bshape = shape[:-2]
+    # The result must be column-major as out^T (N, M) (a row-major out) or as out (M, N).
+    target = out
+    s_m, s_n = out._stride[-2:]
+    if (_blas_form(n, m, s_n, s_m) or ("",))[0] == "N":
+        use_direct = False
+    elif (_blas_form(m, n, s_m, s_n) or ("",))[0] == "N":
+        use_direct = True
+    else:
+        target, use_direct = empty(shape, dt, out.device), False
+    if c is not None and not _same_view(c, target):
+        copy_into(target, c)
+    beta = beta if c is not None else 0
+    if k:
+        a = a if _blas_form(m, k, *a._stride[-2:]) else materialize(a)
+        b = b if _blas_form(k, n, *b._stride[-2:]) else materialize(b)
+    isz = dt.itemsize
+    a_st = _bstrides(a, (*bshape, m, a._shape[-1]))
+    b_st = _bstrides(b, (*bshape, b._shape[-2], n))
+    t_st = target._stride
+    rt = runtime()
+    np_dt = dt.np_dtype
+    base_a = a._storage._buf.ptr + a._offset * isz if k else 0
+    base_b = b._storage._buf.ptr + b._offset * isz if k else 0
+    base_c = target._storage._buf.ptr + target._offset * isz
+    for idx in itertools.product(*(range(s) for s in bshape)):
+        pc = DevicePtr(base_c + sum(i * s for i, s in zip(idx, t_st, strict=False)) * isz)
+        if k == 0:  # no product: C = beta * C (or zeros), never reading a or b
+            ldc = (_blas_form(m, n, t_st[-2], t_st[-1]) if use_direct
+                   else _blas_form(n, m, t_st[-1], t_st[-2]))[1]
+            rows = m if use_direct else n
+            cols = n if use_direct else m
+            rt.gemm("N", "N", rows, cols, 0, alpha, pc, max(1, rows), pc, 1, beta, pc, ldc, np_dt)
+            continue
+        pa = DevicePtr(base_a + sum(i * s for i, s in zip(idx, a_st, strict=False)) * isz)
+        pb = DevicePtr(base_b + sum(i * s for i, s in zip(idx, b_st, strict=False)) * isz)
+        if use_direct:  # C (M, N) = op(a) op(b)
+            ta, lda = _blas_form(m, k, a_st[-2], a_st[-1])
+            tb, ldb = _blas_form(k, n, b_st[-2], b_st[-1])
+            ldc = _blas_form(m, n, t_st[-2], t_st[-1])[1]
+            rt.gemm(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, np_dt)
+        else:  # C^T (N, M) = op(b^T) op(a^T)
+            ta, lda = _blas_form(n, k, b_st[-1], b_st[-2])
+            tb, ldb = _blas_form(k, m, a_st[-1], a_st[-2])
+            ldc = _blas_form(n, m, t_st[-1], t_st[-2])[1]
+            rt.gemm(ta, tb, n, m, k, alpha, pb, lda, pa, ldb, beta, pc, ldc, np_dt)
+    if target is not out:
+        copy_into(out, target)
+
+
+# -- einsum ---------------------------------------------------------------------------------------
+_EINSUM_WORK = {D.float16: D.float32, D.bfloat16: D.float32}
+
+Operand = tuple[Tensor, list[str]]
+
+
+@CUDA.register("einsum")
+def einsum(out: Tensor, operands: list[Tensor], equation: str, compute: D.dtype) -> None:
+    """out = einsum(equation, *operands) in ``compute`` (the CPU kernel's contract: an explicit
+    letters-only equation, every operand at the broadcast size of each of its labels)."""
+    if out.numel() == 0:
+        return
+    lhs, out_term = equation.split("->")
+    terms = lhs.split(",")
+    if any(x.numel() == 0 for x in operands):
+        zero_(out)  # a sum over an empty label (out is the frontend's fresh tensor)
+        return
+    work = _EINSUM_WORK.get(compute, compute)
+    sizes = {lab: s for x, term in zip(operands, terms, strict=True)
+             for lab, s in zip(term, x._shape, strict=True)}
+    items = [_diagonal(x, term, work) for x, term in zip(operands, terms, strict=True)]
+    cur = items[0]
+    for i in range(1, len(items)):
+        later = set(out_term).union(*(lab for _, lab in items[i + 1:]))
+        left = _sum_out(cur, later | set(items[i][1]), sizes)
+        right = _sum_out(items[i], later | set(left[1]), sizes)
+        cur = _contract(left, right, later, sizes)
+    x, labels = _sum_out(cur, set(out_term), sizes)
+    perm = [labels.index(lab) for lab in out_term]
+    copy_into(out, x._view(tuple(x._shape[p] for p in perm), tuple(x._stride[p] for p in perm),
+                           x._offset))
+
+
+def _diagonal(x: Tensor, term: str, work: D.dtype) -> Operand:
+    """x with repeated labels taken as diagonals (a view), cast to ``work`` when needed."""
+    labels: list[str] = []
+    shape: list[int] = []
+    strides: list[int] = []
+    for lab, n, s in zip(term, x._shape, x._stride, strict=True):
+        if lab in labels:
+            strides[labels.index(lab)] += s
+        else:
+            labels.append(lab)
+            shape.append(n)
+            strides.append(s)
+    v = x._view(tuple(shape), tuple(strides), x._offset)
+    return (v if x._dtype is work else materialize(v, work)), labels
+
+
+def _merge(dims: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """(size, stride) of consecutive dims merged into one, None if their strides don't nest."""
+    dims = [(n, s) for n, s in dims if n != 1]
+    if not dims:
+        return 1, 1
+    for (_, s0), (n1, s1) in zip(dims, dims[1:], strict=False):
+        if s0 != s1 * n1:
+            return None
+    return math.prod(n for n, _ in dims), dims[-1][1]
+
+
+def _matrix(x: Tensor, labels: list[str], batch: list[str], rows: list[str],
+            cols: list[str]) -> Tensor:
+    """x as (*batch, prod(rows), prod(cols)): a view, or a copy when the dims don't merge."""
+    pos = {lab: i for i, lab in enumerate(labels)}
+    dims = [(x._shape[pos[lab]], x._stride[pos[lab]]) for lab in batch + rows + cols]
+    nb, nr = len(batch), len(rows)
+    r, c = _merge(dims[nb:nb + nr]), _merge(dims[nb + nr:])
+    if r is None or c is None:
+        order = [pos[lab] for lab in batch + rows + cols]
+        perm = x._view(tuple(x._shape[p] for p in order), tuple(x._stride[p] for p in order),
+                       x._offset)
+        x = materialize(perm)
+        labels = batch + rows + cols
+        return _matrix(x, labels, batch, rows, cols)
+    shape = tuple(n for n, _ in dims[:nb]) + (r[0], c[0])
+    return x._view(shape, tuple(s for _, s in dims[:nb]) + (r[1], c[1]), x._offset)
+
+
+def _sum_out(item: Operand, keep: set[str], sizes: dict[str, int]) -> Operand:
+    """Sum away the labels of ``item`` not in ``keep``: (kept, summed) @ ones(summed)."""
+    x, labels = item
+    kept = [lab for lab in labels if lab in keep]
+    summed = [lab for lab in labels if lab not in keep]
+    if not summed:
+        return item
+    res = empty(tuple(sizes[lab] for lab in kept), x._dtype, x.device)
+    mat = _matrix(x, labels, [], kept, summed)
+    one = ones(x._dtype, x.device)
+    vec = one._view((mat._shape[1], 1), (0, 0), 0)
+    gemm_into(res._view((mat._shape[0], 1), (1, 1), 0), mat, vec)
+    return res, kept
+
+
+def _contract(left: Operand, right: Operand, keep: set[str], sizes: dict[str, int]) -> Operand:
+    """A batched product of two operands over their shared labels not in ``keep``."""
+    (a, la), (b, lb) = left, right
+    batch = [lab for lab in la if lab in lb and lab in keep]
+    summed = [lab for lab in la if lab in lb and lab not in keep]
+    rows = [lab for lab in la if lab not in lb]
+    cols = [lab for lab in lb if lab not in la]
+    am = _matrix(a, la, batch, rows, summed)
+    bm = _matrix(b, lb, batch, summed, cols)
+    labels = batch + rows + cols
+    res = empty(tuple(sizes[lab] for lab in labels), a._dtype, a.device)
+    m, n = am._shape[-2], bm._shape[-1]
+    bshape = am._shape[:-2]
+    gemm_into(res._view((*bshape, m, n), (*res._stride[:len(batch)], n, 1), 0), am, bm)
+    return res, labels

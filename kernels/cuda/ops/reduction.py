@@ -1,0 +1,420 @@
+"""The CUDA backend's reductions, arg-extrema, scans and softmax (kernels/cuda/reduce.cu).
+
+Same names and signatures as kernels/cpu/reduction.py. The CPU backend plans a reduction as a
+strided (O, K, I) view; here the input is described to the kernel directly: its kept dims (one
+output each, in the result's row-major order) and its reduced dims, size-1 dims dropped and
+neighbours merged where memory allows, with their element strides in a small device array.
+Any layout (permuted, sliced, expanded, offset) is read in place, never copied.
+
+The launch shape follows the innermost memory dim: when a reduced dim is innermost, each
+output gets T consecutive threads (row mode); otherwise neighbouring threads own neighbouring
+outputs and split the reduced index among T lanes (column mode). Few outputs with a long
+reduction also split the reduced index over blocks (blockIdx.y), whose partial accumulators a
+second kernel combines in a fixed order. Scans and softmax run along lines of one dim into a
+contiguous result. Complex dtypes are not covered (check_dtype raises).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._tensor import Tensor
+from gputensor.kernels.layout import merge_dims
+from gputensor.kernels.registry import CUDA
+
+from ..device import (
+    ACC_CTYPES,
+    ALL_DTYPES,
+    CTYPES,
+    FLOAT_DTYPES,
+    MAX_GRID,
+    SHORT,
+    CudaSource,
+    DeviceArray,
+    check_dtype,
+    grid_for,
+    launch,
+)
+
+BLOCK = 256        # threads per block (P * T lanes in reduce.cu)
+ACC_BYTES = 32     # bytes reserved per accumulator (reduce.cu's kMaxAcc)
+SHARED_BYTES = BLOCK * ACC_BYTES
+MIN_PER_THREAD = 32  # elements per thread before the reduced index is split over blocks
+SPLIT_TARGET = 128   # blocks a split reduction aims for
+
+# One module per op family, so each compiles (lazily) only the instantiations it needs.
+SUMS = CudaSource("reduce.cu")
+SELECTS = CudaSource("reduce.cu")
+ARGS = CudaSource("reduce.cu")
+NORMS = CudaSource("reduce.cu")
+MOMENTS = CudaSource("reduce.cu")
+SCANS = CudaSource("reduce.cu")
+SOFTMAX = CudaSource("reduce.cu")
+
+_RED_PARAMS = ("const {T}* x, {O}* out1, {O2}* out2, unsigned char* ws, const long long* meta, "
+               "long long N, long long K, long long row, long long P, long long lanes, "
+               "long long chunk, double p, long long flag")
+_RED_CALL = ("gtr::reduce<{OP}, {T}>(x, out1, out2, ws, meta, N, K, (int)row, (int)P, "
+             "(int)lanes, chunk, p, flag)")
+_FIN_PARAMS = ("const unsigned char* ws, {O}* out1, {O2}* out2, long long N, long long S, "
+               "long long K, double p, long long flag")
+_FIN_CALL = "gtr::reduce_finish<{OP}>(ws, out1, out2, N, S, K, p, flag)"
+
+
+def _int_out(d: D.dtype) -> D.dtype:
+    """Sums and scans of ints and bools give int64; floats keep their dtype."""
+    return d if d in FLOAT_DTYPES else D.int64
+
+
+def _logical_out(d: D.dtype) -> D.dtype:
+    return D.uint8 if d is D.uint8 else D.bool  # PyTorch keeps uint8 for uint8 inputs
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One reduction's kernels: the op struct for an input dtype, and its outputs' dtypes."""
+
+    src: CudaSource
+    dtypes: tuple[D.dtype, ...]
+    op: Callable[[str, str], str]            # (T, A) C types -> the reduce.cu op struct
+    out: Callable[[D.dtype], D.dtype]        # out1's dtype for an input dtype
+    out2: Callable[[D.dtype], str] = lambda d: "long long"  # out2's C type
+
+
+_SAME: Callable[[D.dtype], D.dtype] = lambda d: d  # noqa: E731
+REDUCTIONS: dict[str, Reduction] = {}
+
+
+def _sum_op(kind: int) -> Callable[[str, str], str]:
+    return lambda T, A: f"gtr::SumOp<{T}, {A}, {{O}}, {kind}>"
+
+
+REDUCTIONS.update({
+    "sum": Reduction(SUMS, ALL_DTYPES, _sum_op(0), _int_out),
+    "nansum": Reduction(SUMS, FLOAT_DTYPES, _sum_op(1), _SAME),  # ints: "sum" (no NaNs)
+    "prod": Reduction(SUMS, ALL_DTYPES, _sum_op(2), _int_out),
+    "mean": Reduction(SUMS, FLOAT_DTYPES, _sum_op(3), _SAME),
+    "amax": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 0>", _SAME),
+    "amin": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 1>", _SAME),
+    "all": Reduction(SELECTS, ALL_DTYPES,
+                     lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 2>", _logical_out),
+    "any": Reduction(SELECTS, ALL_DTYPES,
+                     lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 3>", _logical_out),
+    "count_nonzero": Reduction(SELECTS, ALL_DTYPES,
+                               lambda T, A: f"gtr::SelectOp<{T}, long long, long long, 4>",
+                               lambda d: D.int64),
+    "argmax": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", _SAME),
+    "argmin": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", _SAME),
+    "var": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::VarOp<{T}>", _SAME,
+                     lambda d: CTYPES[d]),
+    "logsumexp": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::LogSumExpOp<{T}>", _SAME),
+})
+# Norms by order: 0, 1, 2, inf, -inf accumulate like sums; a general p in float64.
+NORM_KINDS = {0.0: 0, 1.0: 1, 2.0: 2, math.inf: 3, -math.inf: 4}
+for _kind in range(6):
+    REDUCTIONS[f"norm{_kind}"] = Reduction(
+        NORMS, FLOAT_DTYPES,
+        (lambda k: lambda T, A: f"gtr::NormOp<{T}, {'double' if k == 5 else A}, {k}>")(_kind),
+        _SAME)
+
+
+def _declare(name: str, red: Reduction) -> None:
+    for d in red.dtypes:
+        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[red.out(d)], "O2": red.out2(d)}
+        v["OP"] = red.op(CTYPES[d], ACC_CTYPES[d]).format(**v)
+        red.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v])
+        red.src.instantiate(f"fin_{name}_{{s}}", _FIN_PARAMS, _FIN_CALL, [v])
+
+
+for _name, _red in REDUCTIONS.items():
+    _declare(_name, _red)
+
+
+# ---- layout ---------------------------------------------------------------------------------
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def _merge(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(size, stride) dims in row-major order, neighbours merged where they are contiguous with
+    each other (the row-major linear index over them is unchanged)."""
+    out: list[tuple[int, int]] = []
+    for n, s in pairs:
+        if out and out[-1][1] == s * n:
+            out[-1] = (out[-1][0] * n, s)
+        else:
+            out.append((n, s))
+    return out
+
+
+@dataclass
+class ReducePlan:
+    """How one reduction launches: N outputs of K reduced elements."""
+
+    meta: list[int]
+    N: int
+    K: int
+    row: bool
+    P: int
+    T: int
+    grid: int
+    splits: int
+    chunk: int
+
+
+def plan(x: Tensor, dims: Sequence[int]) -> ReducePlan:
+    """The kernel's view of reducing ``x`` over ``dims`` and its launch shape."""
+    reduced = set(dims)
+    shape, stride = x._shape, x._stride
+    kept = _merge([(shape[i], stride[i]) for i in range(len(shape))
+                   if i not in reduced and shape[i] != 1])
+    red = _merge([(shape[i], stride[i]) for i in sorted(reduced) if shape[i] != 1])
+    N = math.prod(n for n, _ in kept)
+    K = math.prod(n for n, _ in red)
+    row = bool(red) and (not kept or abs(red[-1][1]) <= abs(kept[-1][1]))
+    if row:
+        T = min(BLOCK, _pow2(K))
+        P = BLOCK // T
+    else:
+        P = min(BLOCK, _pow2(N))
+        T = BLOCK // P
+    groups = max(1, -(-N // P))
+    grid = min(groups, MAX_GRID)
+    splits, chunk = 1, K
+    if grid < SPLIT_TARGET // 2 and K >= 2 * T * MIN_PER_THREAD:
+        splits = min(-(-K // (T * MIN_PER_THREAD)), max(1, SPLIT_TARGET // grid))
+        chunk = -(-K // splits)
+        splits = -(-K // chunk)
+    meta = [len(kept), *(n for n, _ in kept), *(s for _, s in kept),
+            len(red), *(n for n, _ in red), *(s for _, s in red)]
+    return ReducePlan(meta, N, K, row, P, T, grid, splits, chunk)
+
+
+def _check_out(t: Tensor | None, dt: D.dtype, name: str, what: str) -> None:
+    if t is not None and t._dtype is not dt:
+        raise TypeError(f"CUDA '{name}' writes {what} as {dt}, got a {t._dtype} result")
+
+
+def _staged(t: Tensor | None, dt: D.dtype) -> Tensor | None:
+    """``t`` itself, or a temporary in the dtype the kernel writes (e.g. sum(dtype=bool)),
+    copied into ``t`` on the device afterwards."""
+    if t is None or t._dtype is dt:
+        return t
+    from gputensor._ops._core import empty
+
+    return empty(t._shape, dt, t.device)
+
+
+def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
+           out2: Tensor | None = None, p: float = 0.0, flag: int = 0) -> None:
+    """Launch the reduction ``name`` (a REDUCTIONS key) of ``x`` over ``dims`` into the flat,
+    contiguous ``out1`` (and ``out2``: the mean of var, the indices of an arg-extremum)."""
+    red = REDUCTIONS[name]
+    d = x._dtype
+    s = check_dtype(d, name)
+    if d not in red.dtypes:
+        raise TypeError(f"'{name}' on CUDA does not support dtype {d}")
+    pl = plan(x, dims)
+    if pl.N == 0:
+        return
+    target = _staged(out1, red.out(d))
+    _launch_reduce(red, f"{name}_{s}", x, pl, target, out2, p, flag)
+    if target is not out1:
+        out1.copy_(target)
+
+
+def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: Tensor | None,
+                   out2: Tensor | None, p: float, flag: int) -> None:
+    from gputensor._ops._core import empty
+
+    meta = DeviceArray(pl.meta)
+    ws = None
+    if pl.splits > 1:
+        ws = empty((pl.splits * pl.N * ACC_BYTES,), D.uint8, x.device)
+    scalars = [np.float64(p), np.int64(flag)]
+    launch(red.src, f"red_{kname}", (pl.grid, pl.splits), BLOCK,
+           [x, out1, out2, ws, meta, np.int64(pl.N), np.int64(pl.K), np.int64(pl.row),
+            np.int64(pl.P), np.int64(pl.T), np.int64(pl.chunk), *scalars], SHARED_BYTES)
+    if ws is not None:
+        launch(red.src, f"fin_{kname}", grid_for(pl.N, BLOCK), BLOCK,
+               [ws, out1, out2, np.int64(pl.N), np.int64(pl.splits), np.int64(pl.K),
+                *scalars])
+
+
+# ---- the registered reductions ----------------------------------------------------------------
+def _acc_kernel(name: str) -> Callable[..., None]:
+    def run(result: Tensor, inp: Tensor, dims: tuple[int, ...]) -> None:
+        op = "sum" if name == "nansum" and inp._dtype not in FLOAT_DTYPES else name
+        reduce(op, inp, dims, result)
+    run.__name__ = name
+    run.__doc__ = f"{name} over ``dims`` into the contiguous ``result`` (reduce.cu)."
+    return run
+
+
+for _name in ("sum", "nansum", "prod", "mean", "amax", "amin", "all", "any", "count_nonzero"):
+    CUDA.register(_name)(_acc_kernel(_name))
+
+
+@CUDA.register("norm")
+def norm(result: Tensor, inp: Tensor, dims: tuple[int, ...], p: float) -> None:
+    """Vector p-norm: 0, 1, 2, +-inf accumulate in the sum dtype, other p in float64."""
+    reduce(f"norm{NORM_KINDS.get(float(p), 5)}", inp, dims, result, p=float(p))
+
+
+@CUDA.register("_var_mean")
+def var_mean(var: Tensor, mean: Tensor | None, inp: Tensor, dims: tuple[int, ...],
+             correction: float, take_sqrt: bool) -> None:
+    """var (or std) and optionally the mean in one pass (Welford, float64)."""
+    _check_out(mean, inp._dtype, "_var_mean", "the mean")
+    reduce("var", inp, dims, var, mean, p=float(correction), flag=int(bool(take_sqrt)))
+
+
+@CUDA.register("logsumexp")
+def logsumexp(result: Tensor, inp: Tensor, dims: tuple[int, ...]) -> None:
+    """log(sum(exp(x))) in one pass: a running max and the sum shifted by it (float64)."""
+    reduce("logsumexp", inp, dims, result)
+
+
+@CUDA.register("_arg_extreme")
+def arg_extreme(values: Tensor | None, indices: Tensor, inp: Tensor, dim: int | None,
+                largest: bool) -> None:
+    """Extremum along ``dim`` with its (first) index; None: over the flattened input."""
+    _check_out(indices, D.int64, "_arg_extreme", "indices")
+    dims = tuple(range(inp.dim())) if dim is None else (dim,)
+    reduce("argmax" if largest else "argmin", inp, dims, values, indices)
+
+
+# ---- lines: scans and softmax ----------------------------------------------------------------
+@dataclass
+class Lines:
+    """L lines of K elements along one dim; the contiguous output steps by I along it."""
+
+    meta: list[int]
+    L: int
+    K: int
+    I: int
+    kstrides: list[int]
+
+
+def lines(shape: tuple[int, ...], dim: int, operands: Sequence[Tensor]) -> Lines:
+    """Describe ``operands`` (all of ``shape``) as lines along ``dim`` for reduce.cu."""
+    if not shape:
+        return Lines([0], 1, 1, 1, [0] * len(operands))
+    other = [i for i in range(len(shape)) if i != dim]
+    mshape, mstrides = merge_dims([shape[i] for i in other],
+                                  [[t._stride[i] for i in other] for t in operands],
+                                  drop_ones=True)
+    meta = [len(mshape), *mshape]
+    for st in mstrides:
+        meta += st
+    K = shape[dim]
+    n = math.prod(shape)
+    return Lines(meta, n // K if K else 0, K, math.prod(shape[dim + 1:]),
+                 [t._stride[dim] for t in operands])
+
+
+def _line_launch(ln: Lines) -> tuple[int, int, int]:
+    """(grid, P, T) for softmax-like kernels: lanes along a line when its output is contiguous."""
+    if ln.I == 1:
+        T = min(BLOCK, _pow2(ln.K))
+        P = BLOCK // T
+    else:
+        P = min(BLOCK, _pow2(ln.L))
+        T = BLOCK // P
+    return min(MAX_GRID, max(1, -(-ln.L // P))), P, T
+
+
+def _declare_lines() -> None:
+    ints = [d for d in ALL_DTYPES if d not in FLOAT_DTYPES]
+    for d in ALL_DTYPES:
+        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[_int_out(d)],
+             "W": "long long" if d in ints else "double"}
+        for op, mul in (("add", "false"), ("mul", "true")):
+            SCANS.instantiate(
+                f"scan_{op}_{{s}}",
+                "const {T}* x, {O}* out, const long long* lmeta, long long L, long long K, "
+                "long long xs, long long I, long long reverse",
+                f"gtr::scan<{{T}}, {{W}}, {{O}}, {mul}>(x, out, lmeta, L, K, xs, I, reverse)",
+                [v])
+    for d in FLOAT_DTYPES:
+        v = {"s": SHORT[d], "T": CTYPES[d], "A": ACC_CTYPES[d]}
+        SOFTMAX.instantiate(
+            "softmax_{s}",
+            "const {T}* x, {T}* out, const long long* lmeta, long long L, long long K, "
+            "long long xs, long long I, long long P, long long lanes, long long log",
+            "gtr::softmax<{T}, {A}>(x, out, lmeta, L, K, xs, I, (int)P, (int)lanes, log)", [v])
+        SOFTMAX.instantiate(
+            "softmax_bw_{s}",
+            "const {T}* g, const {T}* y, {T}* out, const long long* lmeta, long long L, "
+            "long long K, long long gs, long long ys, long long I, long long P, long long lanes, "
+            "long long log",
+            "gtr::softmax_backward<{T}, {A}>(g, y, out, lmeta, L, K, gs, ys, I, (int)P, "
+            "(int)lanes, log)", [v])
+
+
+_declare_lines()
+
+
+@CUDA.register("_scan")
+def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) -> None:
+    """cumsum (op '+') / cumprod (op '*') along ``dim`` in float64 / int64, as the CPU does;
+    ``reverse`` scans from the end (cumsum's gradient)."""
+    s = check_dtype(inp._dtype, "_scan")
+    if op not in ("+", "*"):
+        raise ValueError(f"_scan: unknown op {op!r}")
+    ln = lines(inp._shape, dim, [inp])
+    if ln.L == 0 or ln.K == 0:
+        return
+    target = _staged(result, _int_out(inp._dtype))
+    threads = ln.L * 32 if ln.I == 1 else ln.L  # a warp per contiguous line, else a thread
+    launch(SCANS, f"scan_{'mul' if op == '*' else 'add'}_{s}", grid_for(threads, BLOCK), BLOCK,
+           [inp, target, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+            np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(bool(reverse))])
+    if target is not result:
+        result.copy_(target)
+
+
+def _float_short(t: Tensor, name: str) -> str:
+    s = check_dtype(t._dtype, name)
+    if t._dtype not in FLOAT_DTYPES:
+        raise TypeError(f"'{name}' on CUDA needs a floating point tensor, got {t._dtype}")
+    return s
+
+
+@CUDA.register("softmax")
+def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
+    """softmax / log_softmax along ``dim``: a running (max, sum of exp) per line, then the
+    normalised values (a slice with a NaN or infinite max is NaN, as on the CPU)."""
+    s = _float_short(inp, "softmax")
+    _check_out(result, inp._dtype, "softmax", "its result")
+    ln = lines(inp._shape, dim, [inp])
+    if ln.L == 0 or ln.K == 0:
+        return
+    grid, P, T = _line_launch(ln)
+    launch(SOFTMAX, f"softmax_{s}", grid, BLOCK,
+           [inp, result, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+            np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(P), np.int64(T),
+            np.int64(bool(log))], SHARED_BYTES)
+
+
+@CUDA.register("_softmax_backward")
+def softmax_backward(result: Tensor, grad: Tensor, output: Tensor, dim: int, log: bool) -> None:
+    """The gradient of softmax / log_softmax's input from the output's gradient and the
+    output: one sum per line, then one elementwise pass."""
+    s = _float_short(output, "_softmax_backward")
+    _check_out(result, output._dtype, "_softmax_backward", "its result")
+    _check_out(grad, output._dtype, "_softmax_backward", "the gradient")
+    ln = lines(output._shape, dim, [grad, output])
+    if ln.L == 0 or ln.K == 0:
+        return
+    grid, P, T = _line_launch(ln)
+    launch(SOFTMAX, f"softmax_bw_{s}", grid, BLOCK,
+           [grad, output, result, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+            np.int64(ln.kstrides[0]), np.int64(ln.kstrides[1]), np.int64(ln.I), np.int64(P),
+            np.int64(T), np.int64(bool(log))], SHARED_BYTES)
+

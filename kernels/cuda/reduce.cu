@@ -1,0 +1,508 @@
+// Reductions, arg-extrema, scans and softmax for the CUDA backend.
+//
+// Every reduction is one pass over its input. The launcher (kernels/cuda/ops/reduction.py)
+// describes the input as kept dims (one output each, row-major) and reduced dims (the index k,
+// row-major), merged where memory allows, in a small int64 array:
+//     meta = [nk, ksize[nk], kstride[nk], nr, rsize[nr], rstride[nr]]   (element strides)
+// A block of 256 threads serves P outputs with T lanes each (P * T == 256):
+//   row mode    (the reduced index is the innermost in memory): tid = p * T + t, the T lanes of
+//               an output read consecutive k, so a warp reads contiguous memory;
+//   column mode (an output index is innermost):                 tid = t * P + p, neighbouring
+//               threads own neighbouring outputs and walk k together (coalesced too).
+// Lanes combine by warp shuffles (xor butterflies within the warp), then across warps through
+// shared memory. Few outputs with a long reduction split k over blockIdx.y: each block writes
+// its partial accumulator to a workspace and a second small kernel combines the partials in a
+// fixed order (results never depend on timing).
+//
+// An op is a struct: Acc (a POD accumulator), init(), step(acc, x, k, p) (one element),
+// comb(a, b), shfl(acc, lane_xor) and store(acc, K, p, flag, out1, out2, o). Accumulators
+// follow the CPU backend: float for float16/bfloat16/float32, double for float64, 64-bit
+// integers for ints and bools; float64 for var/std, logsumexp and the general p-norm.
+#include "common.cuh"
+#include "scalar_fns.cuh"
+
+namespace gtr {
+
+// Launches use 256 threads per block (P * T == 256) and 256 * kMaxAcc bytes of shared memory.
+constexpr int kMaxAcc = 32;  // bytes per accumulator the launcher reserves (shared, workspace)
+
+// ---- constants and small helpers -----------------------------------------------------------
+template <class A> __device__ __forceinline__ A inf_of();  // +inf, or the largest int64
+template <> __device__ __forceinline__ float inf_of<float>() { return __int_as_float(0x7f800000); }
+template <> __device__ __forceinline__ double inf_of<double>() {
+    return __longlong_as_double(0x7ff0000000000000LL);
+}
+template <> __device__ __forceinline__ long long inf_of<long long>() {
+    return 0x7fffffffffffffffLL;
+}
+__device__ __forceinline__ double nan64() { return __longlong_as_double(0x7ff8000000000000LL); }
+template <class A> __device__ __forceinline__ A lowest() { return -inf_of<A>(); }
+template <> __device__ __forceinline__ long long lowest<long long>() {
+    return (long long)(-0x7fffffffffffffffLL - 1);
+}
+
+template <class V> __device__ __forceinline__ V shfl_x(V v, int lane_xor) {
+    return __shfl_xor_sync(GT_FULL_MASK, v, lane_xor);
+}
+
+// Element offset of row-major index `idx` over `n` dims of sizes `size` and strides `stride`.
+__device__ __forceinline__ long long offset_of(long long idx, int n, const long long* size,
+                                               const long long* stride) {
+    if (n == 1) return idx * stride[0];
+    long long off = 0;
+    for (int d = n - 1; d >= 0; --d) {
+        long long q = idx / size[d];
+        off += (idx - q * size[d]) * stride[d];
+        idx = q;
+    }
+    return off;
+}
+
+// NaN-sticky selection of the larger (LARGEST) or smaller value, as torch.amax/amin.
+template <bool LARGEST, class A> __device__ __forceinline__ A pick(A a, A b) {
+    return ((LARGEST ? b > a : b < a) || b != b) ? b : a;
+}
+
+// ---- sums: sum, nansum, prod, mean ---------------------------------------------------------
+// KIND 0 sum, 1 nansum (NaN counts as zero), 2 prod, 3 mean.
+template <class T, class A, class O, int KIND>
+struct SumOp {
+    typedef A Acc;
+    typedef O O1;
+    typedef long long O2;
+    static __device__ __forceinline__ Acc init() { return KIND == 2 ? A(1) : A(0); }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
+        A v = gt::load<A>(x);
+        if (KIND == 1 && v != v) v = A(0);
+        return KIND == 2 ? a * v : a + v;
+    }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) { return KIND == 2 ? a * b : a + b; }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
+    static __device__ __forceinline__ void store(Acc a, long long K, double, long long, O1* out,
+                                                 O2*, long long o) {
+        if (KIND == 3) a = a / (A)K;
+        out[o] = gt::store<O>(a);
+    }
+};
+
+// ---- extrema, logical reductions, count_nonzero --------------------------------------------
+// KIND 0 amax, 1 amin (NaN-sticky), 2 all, 3 any, 4 count_nonzero (these three in int64).
+template <class T, class A, class O, int KIND>
+struct SelectOp {
+    typedef A Acc;
+    typedef O O1;
+    typedef long long O2;
+    static __device__ __forceinline__ Acc init() {
+        return KIND == 0 ? lowest<A>() : KIND == 1 ? inf_of<A>() : KIND == 2 ? A(1) : A(0);
+    }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
+        // all/any/count_nonzero test x != 0 in double (exact for every dtype, NaN counts).
+        if (KIND >= 2) return comb(a, gt::load<double>(x) != 0.0 ? A(1) : A(0));
+        return comb(a, gt::load<A>(x));
+    }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
+        if (KIND == 0) return pick<true>(a, b);
+        if (KIND == 1) return pick<false>(a, b);
+        if (KIND == 2) return (a != A(0) && b != A(0)) ? A(1) : A(0);
+        if (KIND == 3) return (a != A(0) || b != A(0)) ? A(1) : A(0);
+        return a + b;
+    }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
+    static __device__ __forceinline__ void store(Acc a, long long, double, long long, O1* out,
+                                                 O2*, long long o) {
+        out[o] = gt::store<O>(a);
+    }
+};
+
+// ---- vector norms: KIND 0 (count of non-zeros), 1, 2, 3 (+inf), 4 (-inf), 5 (general p) ---
+template <class T, class R, int KIND>
+struct NormOp {
+    typedef R Acc;
+    typedef T O1;
+    typedef long long O2;
+    static __device__ __forceinline__ Acc init() { return KIND == 4 ? inf_of<R>() : R(0); }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double p) {
+        R v = gt::load<R>(x);
+        if (KIND == 0) return a + (v != R(0) ? R(1) : R(0));
+        if (KIND == 1) return a + gt::pyabs(v);
+        if (KIND == 2) return a + v * v;
+        if (KIND == 5) return a + (R)::pow((double)gt::pyabs(v), p);
+        return comb(a, gt::pyabs(v));
+    }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
+        if (KIND == 3) return pick<true>(a, b);
+        if (KIND == 4) return pick<false>(a, b);
+        return a + b;
+    }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
+    static __device__ __forceinline__ void store(Acc a, long long, double p, long long, O1* out,
+                                                 O2*, long long o) {
+        if (KIND == 2) a = gt::sqrt(a);
+        if (KIND == 5) a = (R)::pow((double)a, 1.0 / p);
+        out[o] = gt::store<T>(a);
+    }
+};
+
+// ---- var/std (and their mean): Welford's running (count, mean, M2) in float64 ---------------
+struct Moments {
+    double n, mean, m2;
+};
+template <class T>
+struct VarOp {
+    typedef Moments Acc;
+    typedef T O1;  // var or std
+    typedef T O2;  // the mean (optional)
+    static __device__ __forceinline__ Acc init() { return Acc{0.0, 0.0, 0.0}; }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
+        double v = gt::load<double>(x);
+        a.n += 1.0;
+        double d = v - a.mean;
+        a.mean += d / a.n;
+        a.m2 += d * (v - a.mean);
+        return a;
+    }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
+        if (b.n == 0.0) return a;
+        if (a.n == 0.0) return b;
+        double n = a.n + b.n, d = b.mean - a.mean, f = b.n / n;
+        return Acc{n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
+    }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) {
+        return Acc{shfl_x(a.n, m), shfl_x(a.mean, m), shfl_x(a.m2, m)};
+    }
+    // p: the correction; flag: take the square root (std).
+    static __device__ __forceinline__ void store(Acc a, long long K, double p, long long flag,
+                                                 O1* out, O2* mean, long long o) {
+        double dof = (double)K - p;
+        double v = a.m2 / (dof > 0.0 ? dof : 0.0);
+        out[o] = gt::store<T>(flag ? ::sqrt(v) : v);
+        if (mean) mean[o] = gt::store<T>(a.n == 0.0 ? nan64() : a.mean);
+    }
+};
+
+// ---- log(sum(exp(x))): a running (max, sum of exp(x - max)) ---------------------------------
+// A NaN max sticks; an infinite max makes the result that infinity (logsumexp) or a NaN slice
+// (softmax), as the CPU backend's max-shifted formula gives.
+template <class A>
+struct Lse {
+    A m, s;
+};
+template <class A> __device__ __forceinline__ Lse<A> lse_comb(Lse<A> a, Lse<A> b) {
+    if (a.m != a.m) return a;
+    if (b.m != b.m) return b;
+    A M = a.m > b.m ? a.m : b.m;
+    if (M == inf_of<A>() || M == -inf_of<A>()) return Lse<A>{M, A(0)};
+    A s = (a.m == -inf_of<A>() ? A(0) : a.s * gt::exp(a.m - M)) +
+          (b.m == -inf_of<A>() ? A(0) : b.s * gt::exp(b.m - M));
+    return Lse<A>{M, s};
+}
+template <class A> __device__ __forceinline__ Lse<A> lse_step(Lse<A> a, A x) {
+    if (a.m != a.m || x == -inf_of<A>()) return a;
+    if (x != x || x == inf_of<A>()) return Lse<A>{x, A(0)};
+    if (a.m == inf_of<A>()) return a;
+    if (x > a.m) {
+        A s = (a.m == -inf_of<A>() ? A(0) : a.s * gt::exp(a.m - x)) + A(1);
+        return Lse<A>{x, s};
+    }
+    return Lse<A>{a.m, a.s + gt::exp(x - a.m)};
+}
+template <class A> __device__ __forceinline__ Lse<A> lse_shfl(Lse<A> a, int m) {
+    return Lse<A>{shfl_x(a.m, m), shfl_x(a.s, m)};
+}
+
+template <class T>
+struct LogSumExpOp {
+    typedef Lse<double> Acc;
+    typedef T O1;
+    typedef long long O2;
+    static __device__ __forceinline__ Acc init() { return Acc{-inf_of<double>(), 0.0}; }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
+        return lse_step(a, gt::load<double>(x));
+    }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) { return lse_comb(a, b); }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return lse_shfl(a, m); }
+    static __device__ __forceinline__ void store(Acc a, long long, double, long long, O1* out,
+                                                 O2*, long long o) {
+        double r = (a.m != a.m || a.m == inf_of<double>() || a.m == -inf_of<double>())
+                       ? a.m : gt::log(a.s) + a.m;
+        out[o] = gt::store<T>(r);
+    }
+};
+
+// ---- arg-extrema: (value, index); the first extremum wins, the first NaN wins and sticks ----
+template <class A>
+struct ValIdx {
+    A v;
+    long long i;  // -1: no element yet
+};
+template <class T, class A, bool LARGEST>
+struct ArgOp {
+    typedef ValIdx<A> Acc;
+    typedef T O1;          // values (optional)
+    typedef long long O2;  // indices
+    static __device__ __forceinline__ Acc init() { return Acc{A(0), -1}; }
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long k, double) {
+        return comb(a, Acc{gt::load<A>(x), k});
+    }
+    // Commutative and associative: ties and NaNs go to the lower index.
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
+        if (b.i < 0) return a;
+        if (a.i < 0) return b;
+        bool an = a.v != a.v, bn = b.v != b.v;
+        if (an || bn) return (an && bn) ? (b.i < a.i ? b : a) : (an ? a : b);
+        if (LARGEST ? b.v > a.v : b.v < a.v) return b;
+        if (b.v == a.v && b.i < a.i) return b;
+        return a;
+    }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) {
+        return Acc{shfl_x(a.v, m), shfl_x(a.i, m)};
+    }
+    static __device__ __forceinline__ void store(Acc a, long long, double, long long, O1* values,
+                                                 O2* indices, long long o) {
+        if (values) values[o] = gt::store<T>(a.v);
+        indices[o] = a.i;
+    }
+};
+
+// ---- the block: P groups of T lanes ---------------------------------------------------------
+// Combines `a` over the T lanes of each group and returns the total to every lane. `row`: the
+// lanes of a group are consecutive threads (else they are P threads apart). The order of
+// combination is fixed by the launch shape, so results are reproducible.
+template <class Op>
+__device__ __forceinline__ typename Op::Acc group_allreduce(typename Op::Acc a, int row, int P,
+                                                            int T, int t, int p,
+                                                            typename Op::Acc* sm) {
+    const int ls = row ? 1 : P;  // thread distance between consecutive lanes of a group
+    for (int off = ls; off < 32 && off < ls * T; off <<= 1) a = Op::comb(a, Op::shfl(a, off));
+    const int in_warp = row ? (T < 32 ? T : 32) : (P >= 32 ? 1 : (T < 32 / P ? T : 32 / P));
+    const int W = T / in_warp;  // warps holding a share of each group (the same for all)
+    if (W > 1) {
+        __syncthreads();  // the previous round's readers are done with sm
+        if (t % in_warp == 0) sm[(t / in_warp) * P + p] = a;
+        __syncthreads();
+        a = sm[p];
+        for (int j = 1; j < W; ++j) a = Op::comb(a, sm[j * P + p]);
+    }
+    return a;
+}
+
+// Reduce x over meta's reduced dims into N outputs. Block (x: output groups, grid-stride; y:
+// a chunk of the reduced index when the launcher splits it, partials then go to `ws`).
+template <class Op, class T>
+__device__ void reduce(const T* __restrict__ x, typename Op::O1* out1, typename Op::O2* out2,
+                       unsigned char* ws, const long long* __restrict__ meta, long long N,
+                       long long K, int row, int P, int T_, long long chunk, double p,
+                       long long flag) {
+    typedef typename Op::Acc Acc;
+    static_assert(sizeof(Acc) <= kMaxAcc, "accumulator larger than the launcher reserves");
+    GT_DYNAMIC_SHARED(Acc, sm);
+    const int nk = (int)meta[0];
+    const long long* ksize = meta + 1;
+    const long long* kstride = ksize + nk;
+    const int nr = (int)meta[1 + 2 * nk];
+    const long long* rsize = meta + 2 + 2 * nk;
+    const long long* rstride = rsize + nr;
+    const int tid = threadIdx.x;
+    const int pl = row ? tid / T_ : tid % P;
+    const int t = row ? tid % T_ : tid / P;
+    const long long k0 = (long long)blockIdx.y * chunk;
+    const long long k1 = k0 + chunk < K ? k0 + chunk : K;
+    const long long groups = (N + P - 1) / P;
+    for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+        const long long o = g * P + pl;
+        Acc a = Op::init();
+        if (o < N) {
+            const T* xo = x + offset_of(o, nk, ksize, kstride);
+            if (nr == 1) {
+                const long long s = rstride[0];
+                for (long long k = k0 + t; k < k1; k += T_) a = Op::step(a, xo[k * s], k, p);
+            } else {
+                for (long long k = k0 + t; k < k1; k += T_)
+                    a = Op::step(a, xo[offset_of(k, nr, rsize, rstride)], k, p);
+            }
+        }
+        a = group_allreduce<Op>(a, row, P, T_, t, pl, sm);
+        if (t == 0 && o < N) {
+            if (gridDim.y == 1) Op::store(a, K, p, flag, out1, out2, o);
+            else reinterpret_cast<Acc*>(ws)[(long long)blockIdx.y * N + o] = a;
+        }
+    }
+}
+
+// Combine the S partials of each output (in order) and store it.
+template <class Op>
+__device__ void reduce_finish(const unsigned char* ws, typename Op::O1* out1,
+                              typename Op::O2* out2, long long N, long long S, long long K,
+                              double p, long long flag) {
+    typedef typename Op::Acc Acc;
+    const Acc* part = reinterpret_cast<const Acc*>(ws);
+    for (GT_GRID_STRIDE(o, N)) {
+        Acc a = part[o];
+        for (long long s = 1; s < S; ++s) a = Op::comb(a, part[s * N + o]);
+        Op::store(a, K, p, flag, out1, out2, o);
+    }
+}
+
+// ---- lines: scans and softmax run along one dim -------------------------------------------
+// Line l (row-major over the other dims, `lmeta = [nd, size[nd], stride_0[nd], stride_1[nd]]`
+// with one stride row per input) starts at offset_of(l, ...) in each input. Outputs are
+// contiguous: line l starts at (l / I) * K * I + l % I and steps by I along the dim.
+__device__ __forceinline__ long long line_in(long long l, const long long* lmeta, int which) {
+    const int nd = (int)lmeta[0];
+    return offset_of(l, nd, lmeta + 1, lmeta + 1 + (1 + which) * nd);
+}
+__device__ __forceinline__ long long line_out(long long l, long long K, long long I) {
+    return (l / I) * K * I + l % I;
+}
+
+// cumsum (MUL false) / cumprod along the dim, accumulating in A (float64 or int64, as the CPU
+// backend); `reverse` scans from the end. I == 1 (contiguous output lines): a warp per line,
+// 32 * kScanItems elements per step (a serial scan per lane, a shuffle scan of the lanes'
+// totals, the running carry); otherwise a thread per line (neighbouring threads own
+// neighbouring lines: coalesced).
+constexpr int kScanItems = 8;
+template <class T, class A, class O, bool MUL>
+__device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long long* lmeta,
+                     long long L, long long K, long long xs, long long I, long long reverse) {
+    const A ident = MUL ? A(1) : A(0);
+    if (I == 1) {
+        const int lane = threadIdx.x & 31;
+        const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+        const long long nwarps = ((long long)gridDim.x * blockDim.x) >> 5;
+        for (long long l = warp; l < L; l += nwarps) {
+            const T* xl = x + line_in(l, lmeta, 0);
+            O* ol = out + l * K;
+            A carry = ident;
+            for (long long base = 0; base < K; base += 32 * kScanItems) {
+                // Each lane scans its own kScanItems consecutive elements...
+                const long long j0 = base + (long long)lane * kScanItems;
+                A v[kScanItems];
+                A tot = ident;
+                for (int i = 0; i < kScanItems; ++i) {
+                    const long long j = j0 + i;
+                    A u = ident;
+                    if (j < K) u = gt::load<A>(xl[(reverse ? K - 1 - j : j) * xs]);
+                    tot = MUL ? tot * u : tot + u;
+                    v[i] = tot;
+                }
+                // ...then the lanes' totals are scanned across the warp.
+                A inc = tot;
+                for (int off = 1; off < 32; off <<= 1) {
+                    A u = __shfl_up_sync(GT_FULL_MASK, inc, off);
+                    if (lane >= off) inc = MUL ? u * inc : u + inc;
+                }
+                A excl = __shfl_up_sync(GT_FULL_MASK, inc, 1);
+                if (lane == 0) excl = ident;
+                const A pre = MUL ? carry * excl : carry + excl;
+                for (int i = 0; i < kScanItems; ++i) {
+                    const long long j = j0 + i;
+                    if (j < K)
+                        ol[reverse ? K - 1 - j : j] = gt::store<O>(MUL ? pre * v[i] : pre + v[i]);
+                }
+                const A chunk = __shfl_sync(GT_FULL_MASK, inc, 31);
+                carry = MUL ? carry * chunk : carry + chunk;
+            }
+        }
+        return;
+    }
+    for (GT_GRID_STRIDE(l, L)) {
+        const T* xl = x + line_in(l, lmeta, 0);
+        O* ol = out + line_out(l, K, I);
+        A s = ident;
+        for (long long j = 0; j < K; ++j) {
+            const long long k = reverse ? K - 1 - j : j;
+            A v = gt::load<A>(xl[k * xs]);
+            s = MUL ? s * v : s + v;
+            ol[k * I] = gt::store<O>(s);
+        }
+    }
+}
+
+// A line's lanes as in `reduce`: row mode (I == 1) puts a group's T lanes on consecutive
+// threads along the line; otherwise P neighbouring lines share a block's threads.
+struct LineLanes {
+    int row, P, T, t, p;
+};
+__device__ __forceinline__ LineLanes line_lanes(long long I, int P, int T) {
+    const int tid = threadIdx.x;
+    const int row = I == 1;
+    return LineLanes{row, P, T, row ? tid % T : tid / P, row ? tid / T : tid % P};
+}
+
+template <class A>
+struct LseOp {
+    typedef Lse<A> Acc;
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) { return lse_comb(a, b); }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return lse_shfl(a, m); }
+};
+template <class A>
+struct PlusOp {
+    typedef A Acc;
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) { return a + b; }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
+};
+
+// softmax / log_softmax along the dim: one pass for the running (max, sum of exp(x - max)),
+// combined over the lanes, then one pass writing exp(x - max) / sum or (x - max) - log(sum).
+// A slice whose max is not finite is NaN throughout (as the CPU backend's formula gives).
+template <class T, class A>
+__device__ void softmax(const T* __restrict__ x, T* __restrict__ out, const long long* lmeta,
+                        long long L, long long K, long long xs, long long I, int P, int T_,
+                        long long log) {
+    typedef Lse<A> Acc;
+    static_assert(sizeof(Acc) <= kMaxAcc, "accumulator larger than the launcher reserves");
+    GT_DYNAMIC_SHARED(Acc, sm);
+    const LineLanes ln = line_lanes(I, P, T_);
+    const long long groups = (L + P - 1) / P;
+    for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+        const long long l = g * P + ln.p;
+        const T* xl = x + (l < L ? line_in(l, lmeta, 0) : 0);
+        Acc a{-inf_of<A>(), A(0)};
+        if (l < L)
+            for (long long k = ln.t; k < K; k += T_) a = lse_step(a, gt::load<A>(xl[k * xs]));
+        a = group_allreduce<LseOp<A>>(a, ln.row, P, T_, ln.t, ln.p, sm);
+        if (l >= L) continue;
+        T* ol = out + line_out(l, K, I);
+        const bool finite = a.m - a.m == A(0);
+        const A m = a.m;
+        const A inv = finite ? A(1) / a.s : A(nan64());
+        const A lg = finite ? gt::log(a.s) : A(nan64());
+        for (long long k = ln.t; k < K; k += T_) {
+            const A v = gt::load<A>(xl[k * xs]);
+            ol[k * I] = gt::store<T>(log ? (v - m) - lg : gt::exp(v - m) * inv);
+        }
+    }
+}
+
+// The gradient of softmax (log false: y * (g - sum(g * y))) or log_softmax (g - exp(y) *
+// sum(g)) along the dim, from the output's gradient g and the output y.
+template <class T, class A>
+__device__ void softmax_backward(const T* __restrict__ g, const T* __restrict__ y,
+                                 T* __restrict__ out, const long long* lmeta, long long L,
+                                 long long K, long long gs, long long ys, long long I, int P,
+                                 int T_, long long log) {
+    GT_DYNAMIC_SHARED(A, sm);
+    const LineLanes ln = line_lanes(I, P, T_);
+    const long long groups = (L + P - 1) / P;
+    for (long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
+        const long long l = grp * P + ln.p;
+        const T* gl = g + (l < L ? line_in(l, lmeta, 0) : 0);
+        const T* yl = y + (l < L ? line_in(l, lmeta, 1) : 0);
+        A s = A(0);
+        if (l < L) {
+            for (long long k = ln.t; k < K; k += T_) {
+                A gv = gt::load<A>(gl[k * gs]);
+                s += log ? gv : gv * gt::load<A>(yl[k * ys]);
+            }
+        }
+        s = group_allreduce<PlusOp<A>>(s, ln.row, P, T_, ln.t, ln.p, sm);
+        if (l >= L) continue;
+        T* ol = out + line_out(l, K, I);
+        for (long long k = ln.t; k < K; k += T_) {
+            const A gv = gt::load<A>(gl[k * gs]), yv = gt::load<A>(yl[k * ys]);
+            ol[k * I] = gt::store<T>(log ? gv - gt::exp(yv) * s : yv * (gv - s));
+        }
+    }
+}
+
+}  // namespace gtr
