@@ -36,21 +36,19 @@ from gputensor import _dtype as D
 from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import OpDef
 
+from .device import CTYPES as REAL_CTYPES
+from .device import SHORT as REAL_SHORT
+
 MAX_DIMS = 8
 INPUT_NAMES = ("a", "b", "c")
 BLOCK = 128
 MAX_GRID = 64  # grid-stride: a bounded grid covers any size (the emulator runs threads serially)
 EMULATOR_FLAGS = ("-fwrapv",)  # signed overflow wraps, as on the GPU and in Numba
 
-CTYPES: dict[D.dtype, str] = {
-    D.bool: "bool", D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short",
-    D.int32: "int", D.int64: "long long", D.float16: "__half", D.bfloat16: "__nv_bfloat16",
-    D.float32: "float", D.float64: "double", D.complex64: "gt::complex<float>",
-    D.complex128: "gt::complex<double>",
-}
-_SHORT = {D.bool: "b", D.uint8: "u8", D.int8: "i8", D.int16: "i16", D.int32: "i32",
-          D.int64: "i64", D.float16: "f16", D.bfloat16: "bf16", D.float32: "f32",
-          D.float64: "f64", D.complex64: "c64", D.complex128: "c128"}
+# The backend's dtype tables (device.py), plus complex: only the elementwise kernels cover it.
+CTYPES: dict[D.dtype, str] = {**REAL_CTYPES, D.complex64: "gt::complex<float>",
+                              D.complex128: "gt::complex<double>"}
+_SHORT = {**REAL_SHORT, D.complex64: "c64", D.complex128: "c128"}
 _COMPLEX_PART = {D.complex64: "float", D.complex128: "double"}
 _HALF = (D.float16, D.bfloat16)
 
