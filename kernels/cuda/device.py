@@ -208,5 +208,13 @@ class DeviceArray:
         self.size = host.size
 
 
+def read_back(address: int, dtype: Any = np.int64, count: int = 1) -> np.ndarray:
+    """``count`` elements at a device address, copied to the host (a synchronising copy: for a
+    count that sizes an output, or an error word after a launch)."""
+    host = np.empty(count, dtype)
+    runtime().memcpy_dtoh(host, DevicePtr(int(address)))
+    return host
+
+
 def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)

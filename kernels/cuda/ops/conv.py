@@ -34,7 +34,16 @@ from gputensor._ops._core import empty
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
-from ..device import BLOCK, CTYPES, SHORT, CudaSource, DeviceArray, grid_for, launch, runtime
+from ..device import (
+    BLOCK,
+    CTYPES,
+    SHORT,
+    CudaSource,
+    DeviceArray,
+    grid_for,
+    launch,
+    read_back,
+)
 from .linalg import copy_into, gemm_into, materialize, zero_
 
 SOURCE = CudaSource("conv.cu")
@@ -278,9 +287,7 @@ def max_pool2d_backward(grad_input: Tensor, grad_output: Tensor, indices: Tensor
                            o_strides=(0, 0, 0, 0), i_strides=indices._stride)
         _pool_launch("max_pool_backward", dt, grad_output.numel(),
                      [acc, grad_output, indices, err, p])
-        flag = np.zeros(1, np.int32)
-        runtime().memcpy_dtoh(flag, err.ptr)
-        if flag[0]:
+        if read_back(err.ptr, np.int32)[0]:
             h, w = gi._shape[2:]
             raise RuntimeError(f"max_pool2d backward: an index is outside its input plane of "
                                f"{h}x{w} = {h * w} elements")

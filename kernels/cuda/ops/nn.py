@@ -29,7 +29,7 @@ from ..device import (
     grid_for,
     launch,
     ptr,
-    runtime,
+    read_back,
 )
 
 SRC = CudaSource("nn.cu")
@@ -172,16 +172,12 @@ def _error_flag(sentinel: int) -> DeviceArray:
 
 
 def _read_flag(flag: DeviceArray) -> int:
-    host = np.empty(1, np.int64)
-    runtime().memcpy_dtoh(host, flag.ptr)
-    return int(host[0])
+    return int(read_back(flag.ptr)[0])
 
 
 def _read_index(t: Tensor, i: int) -> int:
     """Element ``i`` of the contiguous integer tensor ``t`` (an error message's bad value)."""
-    host = np.empty(1, t._dtype.np_dtype)
-    runtime().memcpy_dtoh(host, ptr(t) + i * t._dtype.itemsize)
-    return int(host[0])
+    return int(read_back(ptr(t) + i * t._dtype.itemsize, t._dtype.np_dtype)[0])
 
 
 def _zero(t: Tensor) -> None:

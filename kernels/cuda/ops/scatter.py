@@ -45,7 +45,7 @@ from ..device import (
     grid_for,
     launch,
     ptr,
-    runtime,
+    read_back,
 )
 
 SOURCE = CudaSource("scatter.cu")
@@ -160,16 +160,14 @@ class _ErrorWord:
         return self.array.ptr
 
     def read(self) -> int | None:
-        host = np.empty(1, np.uint64)
-        runtime().memcpy_dtoh(host, self.array.ptr)
-        return None if host[0] == _NO_ERROR else int(host[0])
+        word = read_back(self.array.ptr, np.uint64)[0]
+        return None if word == _NO_ERROR else int(word)
 
 
 def _index_value(index: Tensor, elem_offset: int) -> int:
     """One index element (the error path only): an 8-byte device-to-host copy."""
-    host = np.empty(1, index.dtype.np_dtype)
-    runtime().memcpy_dtoh(host, ptr(index) + elem_offset * index.dtype.itemsize)
-    return int(host[0])
+    return int(read_back(ptr(index) + elem_offset * index.dtype.itemsize,
+                         index.dtype.np_dtype)[0])
 
 
 def _out_of_bounds(value: int, dim: int, size: int, prefix: str = "") -> IndexError:

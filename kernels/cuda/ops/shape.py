@@ -30,7 +30,15 @@ from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.kernels.registry import CUDA
 
-from ..device import BLOCK, CudaSource, DeviceArray, check_dtype, grid_for, launch, runtime
+from ..device import (
+    BLOCK,
+    CudaSource,
+    DeviceArray,
+    check_dtype,
+    grid_for,
+    launch,
+    read_back,
+)
 from ..runtime import DevicePtr
 
 SOURCE = CudaSource("shape.cu")
@@ -103,16 +111,12 @@ def _launch(name: str, n: int, args: Sequence[Any]) -> None:
 
 def _read_int64(arr: DeviceArray, count: int = 1) -> np.ndarray:
     """Read back a small int64 device array (a synchronising copy)."""
-    host = np.empty(count, np.int64)
-    runtime().memcpy_dtoh(host, arr.ptr)
-    return host
+    return read_back(arr.ptr, np.int64, count)
 
 
 def _read_element(t_base: DevicePtr, offset: int, dt: D.dtype) -> int:
     """One element of an index buffer (only on the error path)."""
-    host = np.empty(1, dt.np_dtype)
-    runtime().memcpy_dtoh(host, DevicePtr(int(t_base) + offset * dt.itemsize))
-    return int(host[0])
+    return int(read_back(int(t_base) + offset * dt.itemsize, dt.np_dtype)[0])
 
 
 def _shape1(t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:

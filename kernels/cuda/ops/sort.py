@@ -32,7 +32,7 @@ from ..device import (
     grid_for,
     launch,
     ptr,
-    runtime,
+    read_back,
 )
 
 SRC = CudaSource("sort.cu")
@@ -187,9 +187,7 @@ def _short(dt: D.dtype, op_name: str) -> str:
 
 def _read_int(t: Tensor) -> int:
     """One int64 back from the device: the size of a data-dependent output."""
-    host = np.empty(1, np.int64)
-    runtime().memcpy_dtoh(host, ptr(t))
-    return int(host[0])
+    return int(read_back(ptr(t))[0])
 
 
 # -- device building blocks --------------------------------------------------------------------
