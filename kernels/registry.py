@@ -100,6 +100,23 @@ class Backend:
 
 BACKENDS: dict[tuple[str, str], Backend] = {}
 
+# Kernel lookups that frontends cache on their hot path (device type -> kernel). Whoever swaps
+# entries of a backend's kernel table (the profiler wraps them while it runs) empties these
+# caches so the next call looks the kernel up again.
+KERNEL_CACHES: list[dict[str, Callable[..., Any]]] = []
+
+
+def kernel_cache() -> dict[str, Callable[..., Any]]:
+    """A new hot-path kernel cache, registered in ``KERNEL_CACHES``."""
+    cache: dict[str, Callable[..., Any]] = {}
+    KERNEL_CACHES.append(cache)
+    return cache
+
+
+def clear_kernel_caches() -> None:
+    for cache in KERNEL_CACHES:
+        cache.clear()
+
 
 def register_backend(name: str, device_type: str, layout_name: str) -> Backend:
     b = BACKENDS.get((device_type, layout_name))

@@ -17,7 +17,7 @@ from gputensor.autograd.derivatives import Derivative, NoDerivative
 from gputensor.autograd.formulas import cj, masked
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.autograd.inplace import apply_inplace, needs_graph
-from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, memory_cost
+from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cache, memory_cost
 
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
@@ -88,7 +88,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         or op.name == "pow"
     int_identity = bool(op.extra.get("int_identity"))
     rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
-    kernels: dict[str, Callable] = {}
+    kernels = kernel_cache()  # device type -> kernel
     resolve_params = op.extra.get("resolve_params")
 
     default_params = tuple(defaults.get(k) for k in param_names)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +187,17 @@ def launch(src: CudaSource, name: str, grid: int | Sequence[int], block: int | S
     element, :class:`DeviceArray` as its pointer, None as a null pointer."""
     cargs = [ptr(a) if hasattr(a, "_storage") else (a.ptr if isinstance(a, DeviceArray) else a)
              for a in args]
-    runtime().launch(src.kernel(name), grid, block, shared_bytes, cargs)
+    if launch_observer is None:
+        runtime().launch(src.kernel(name), grid, block, shared_bytes, cargs)
+    else:
+        launch_observer(src, name, grid, block, shared_bytes,
+                        lambda: runtime().launch(src.kernel(name), grid, block, shared_bytes,
+                                                 cargs))
+
+
+# The profiler's hook, None unless a profiler is running (one check per launch). Called as
+# observer(src, name, grid, block, shared_bytes, run) where ``run()`` performs the launch.
+launch_observer: Callable[..., None] | None = None
 
 
 class DeviceArray:
