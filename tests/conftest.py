@@ -14,20 +14,7 @@ DEVICES = ["cpu"] + (["cuda:0"] if gt.cuda.is_available() else [])
 # Tests (node-id prefixes: a file, or file::test[params]) whose "cuda" runs wait on CUDA kernels
 # that issue 4 has not ported yet. Their cuda parameters are skipped with the reason, so each
 # gap shows in every run's summary; the table shrinks to nothing as the backend completes.
-_COMPLEX_REDUCTIONS = "reductions over complex dtypes"
-_COMPLEX_SCATTER = "scatter/index_copy/masked_fill of complex dtypes"
-CUDA_PENDING: dict[str, str] = {
-    "tests/gputensor/test_reduction.py::test_sum_dtypes[cuda-dtype5]": _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_reduction.py::test_prod[cuda-dtype2]": _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_reduction.py::test_mean_needs_float[cuda]": _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_reduction.py::test_var_std[cuda-": _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_reduction.py::test_norm_complex_dtype_errors[cuda]":
-        _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_reduction.py::test_cumsum_cumprod[cuda-dtype4-": _COMPLEX_REDUCTIONS,
-    "tests/gputensor/test_shape_ops.py::test_scatter[cuda-dtype2-": _COMPLEX_SCATTER,
-    "tests/gputensor/test_shape_ops.py::test_index_copy[cuda-dtype2]": _COMPLEX_SCATTER,
-    "tests/gputensor/test_shape_ops.py::test_masked_fill[cuda-dtype4]": _COMPLEX_SCATTER,
-}
+CUDA_PENDING: dict[str, str] = {}
 
 
 @pytest.fixture(params=DEVICES, ids=[d.split(":")[0] for d in DEVICES])

@@ -15,7 +15,7 @@ from typing import Any
 import ml_dtypes  # bfloat16's NumPy dtype (a dependency of gputensor)
 import numpy as np
 
-from .device import BLOCK, NVRTC_OPTIONS, CudaSource, grid_for
+from .device import BLOCK, NVRTC_OPTIONS, CudaSource, grid_for, launch_kernel
 
 # NumPy dtype -> (short name, element C type, is complex): complex travels as its components.
 CAST_TYPES: dict[np.dtype, tuple[str, str, bool]] = {
@@ -90,5 +90,5 @@ def cast(rt: Any, dst_ptr: int, dst_dtype: np.dtype, src_ptr: int, src_dtype: np
     if count <= 0:
         return
     name = kernel_name(src_dtype, dst_dtype)
-    rt.launch(_kernel(rt, np.dtype(src_dtype), name), grid_for(count), BLOCK, 0,
-              [src_ptr, dst_ptr, np.int64(count)], stream=stream)
+    launch_kernel(rt, _kernel(rt, np.dtype(src_dtype), name), grid_for(count), BLOCK, 0,
+                  [src_ptr, dst_ptr, np.int64(count)], "cast.cu", stream=stream)

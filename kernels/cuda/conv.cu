@@ -15,6 +15,7 @@
 // storage type, C the compute type (float for 16-bit floats, double for float64 and integer
 // averages), all 4-D tensors NCHW with arbitrary element strides.
 #include "common.cuh"
+#include "errors.cuh"
 #include "scalar_fns.cuh"
 
 namespace gt_conv {
@@ -223,11 +224,12 @@ __device__ void adaptive_max_pool(T* __restrict__ out, long long* __restrict__ i
 }
 
 // Scatter-add of the max pools' gradient: acc[n, c, idx] += grad[n, c, oh, ow] (acc a zeroed,
-// contiguous (N, C, H, W) buffer of an atomic type). Indices outside the plane set *err.
+// contiguous (N, C, H, W) buffer of an atomic type). An index outside the plane is skipped
+// and reported to the error record `err` (errors.cuh) as error site `site`.
 template <class T, class Acc>
 __device__ void max_pool_backward(Acc* __restrict__ acc, const T* __restrict__ grad,
-                                  const long long* __restrict__ idx, int* err,
-                                  const long long* pp) {
+                                  const long long* __restrict__ idx, long long* err,
+                                  long long site, const long long* pp) {
     const Pool g = load_pool(pp);
     const long long total = g.n * g.c * g.ho * g.wo;
     const long long plane = g.h * g.w;
@@ -236,7 +238,7 @@ __device__ void max_pool_backward(Acc* __restrict__ acc, const T* __restrict__ g
         out_coords(e, g, n, c, oh, ow);
         const long long k = idx[n * g.is[0] + c * g.is[1] + oh * g.is[2] + ow * g.is[3]];
         if (k < 0 || k >= plane) {
-            atomicExch(err, 1);
+            gt_report_error(err, site, k, plane, g.h, g.w);  // "dim", "extra": the plane
             continue;
         }
         const Acc v = gt::load<Acc>(grad[n * g.xs[0] + c * g.xs[1] + oh * g.xs[2] + ow * g.xs[3]]);

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .emulator.build import Param, parse_kernels
-from .emulator.launch import scalar_value
+from .emulator.launch import _SCALARS, scalar_value
 from .runtime import (
     AllocationTable,
     DeviceProperties,
@@ -71,31 +71,104 @@ class CupyKernel:
     function: Any                    # cupy.RawKernel
     name: str
     params: tuple[Param, ...] | None  # None for template instantiations (name expressions)
+    converters: tuple[Callable[[Any], Any], ...] | None = None  # one per param, built once
+
+
+# ---- argument conversion, prepared once per kernel ---------------------------------------------
+# RawKernel packs each argument by its own type: a NumPy scalar by its dtype, a Python int as a
+# 64-bit integer and a Python float as a double (CuPy user guide, docs.cupy.dev/en/stable/
+# user_guide/kernel.html, "Raw kernels"; ``_pointer`` in cupy/cuda/function.pyx does the
+# packing), so every scalar becomes a NumPy scalar of its declared C type (a Python float
+# would otherwise fill a ``float`` parameter with a double's bytes). A pointer
+# goes as a np.uint64 address. Each parameter gets a converter closure when the kernel is
+# fetched: a launch is a type test, a range test and a NumPy constructor per argument; anything
+# outside that fast path goes through ``scalar_value``, which converts it or raises the same
+# error the emulator raises.
+# Python numbers are range-checked here; a NumPy scalar already of the declared type passes as
+# is; anything else (other NumPy types, 0-d arrays, ...) takes the checked path.
+_PY_INT = frozenset((int, bool))
+_PY_REAL = frozenset((float, int))
+_PY_BOOL = frozenset((bool,))
+_NULL = np.uint64(0)
+
+
+# Pointer arguments repeat (the same buffers launch after launch): their np.uint64 forms are
+# memoised, which costs a dict lookup instead of a NumPy scalar construction per pointer.
+_POINTER_CACHE: dict[int, np.uint64] = {}
+_POINTER_CACHE_MAX = 4096
+
+
+def _as_u64(address: int) -> np.uint64:
+    v = _POINTER_CACHE.get(address)
+    if v is None:
+        if len(_POINTER_CACHE) >= _POINTER_CACHE_MAX:
+            _POINTER_CACHE.clear()
+        v = _POINTER_CACHE[address] = np.uint64(int(address))
+    return v
+
+
+def _pointer_converter(kernel: str, p: Param) -> Callable[[Any], Any]:
+    def convert(a: Any) -> Any:
+        if type(a) is DevicePtr:
+            return _as_u64(a)
+        if a is None:
+            return _NULL
+        if isinstance(a, DevicePtr):
+            return _as_u64(int(a))
+        raise TypeError(f"kernel '{kernel}', parameter '{p.name}' ({p.ctype}): expected a "
+                        f"DevicePtr, got {type(a).__name__}")
+
+    return convert
+
+
+def _scalar_converter(kernel: str, p: Param) -> Callable[[Any], Any]:
+    dtype = _SCALARS.get(p.base)
+
+    def checked(a: Any) -> Any:
+        return scalar_value(kernel, p, a)
+
+    if dtype is None or dtype.itemsize == 2 and dtype.kind not in "iu":
+        return checked  # unsupported (scalar_value explains) or 16-bit float (bit pattern)
+    exact = ctor = dtype.type
+    if dtype == np.bool_:
+        fast, lo, hi = _PY_BOOL, False, True
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        fast, lo, hi = _PY_INT, int(info.min), int(info.max)
+    else:
+        big = float(np.finfo(dtype).max)
+        fast, lo, hi = _PY_REAL, -big, big  # NaN and inf fail the test: checked path
+
+    def convert(a: Any) -> Any:
+        t = type(a)
+        if t is exact:
+            return a
+        if t in fast and lo <= a <= hi:
+            return ctor(a)
+        return checked(a)
+
+    return convert
+
+
+def converters(kernel: str, params: tuple[Param, ...]) -> tuple[Callable[[Any], Any], ...]:
+    """One argument converter per parameter of ``kernel`` (see above)."""
+    return tuple(_pointer_converter(kernel, p) if p.pointer else _scalar_converter(kernel, p)
+                 for p in params)
 
 
 def _kernel_args(kernel: CupyKernel, args: Sequence[Any]) -> tuple:
-    """Arguments as CuPy must receive them: RawKernel packs a NumPy scalar by its own dtype
-    (a Python float would fill a ``float`` parameter with a double's bytes), so each scalar is
-    converted to its declared parameter type, checked like the emulator's launcher; a pointer
-    parameter takes the address as a uint64."""
-    params = kernel.params
-    if params is None:
+    """Arguments as CuPy must receive them (see ``converters``); a template instantiation
+    (no parsed parameter list) passes pointers as uint64 and everything else unchanged."""
+    convs = kernel.converters
+    if convs is None:
         return tuple(np.uint64(int(a)) if isinstance(a, DevicePtr) else
-                     (np.uint64(0) if a is None else a) for a in args)
-    if len(args) != len(params):
+                     (_NULL if a is None else a) for a in args)
+    if len(args) != len(convs):
+        params = kernel.params or ()
         raise TypeError(f"kernel '{kernel.name}' takes {len(params)} arguments "
                         f"({', '.join(p.ctype + ' ' + p.name for p in params)}), "
                         f"got {len(args)}")
-    out = []
-    for p, a in zip(params, args, strict=True):
-        if p.pointer:
-            if a is not None and not isinstance(a, DevicePtr):
-                raise TypeError(f"kernel '{kernel.name}', parameter '{p.name}' ({p.ctype}): "
-                                f"expected a DevicePtr, got {type(a).__name__}")
-            out.append(np.uint64(0 if a is None else int(a)))
-        else:
-            out.append(scalar_value(kernel.name, p, a))
-    return tuple(out)
+    return tuple([c(a) for c, a in zip(convs, args)])  # noqa: B905 - lengths checked above
 
 
 def _host_ptr(arr: np.ndarray) -> ctypes.c_void_p:
@@ -178,13 +251,15 @@ class CupyRuntime:
         return CupyModule(raw, parse_kernels(source))
 
     def get_kernel(self, module: CupyModule, name: str) -> CupyKernel:
-        return CupyKernel(module.raw.get_function(name), name, module.params.get(name))
+        params = module.params.get(name)
+        return CupyKernel(module.raw.get_function(name), name, params,
+                          None if params is None else converters(name, params))
 
     def launch(self, kernel: CupyKernel, grid: int | Sequence[int], block: int | Sequence[int],
                shared_bytes: int, args: Sequence[Any], stream: Any = None) -> None:
         cargs = _kernel_args(kernel, args)
-        grid = (grid,) if isinstance(grid, int) else tuple(grid)
-        block = (block,) if isinstance(block, int) else tuple(block)
+        grid = (grid,) if type(grid) is int else tuple(grid)
+        block = (block,) if type(block) is int else tuple(block)
         if stream is None:  # the current stream
             kernel.function(grid, block, cargs, shared_mem=shared_bytes)
         else:

@@ -26,7 +26,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor.storage.allocator import CUDA_UNAVAILABLE
 
-from .runtime import DevicePtr
+from .runtime import NULL, DevicePtr
 
 HERE = Path(__file__).resolve().parent
 
@@ -60,12 +60,13 @@ def dtype_variants(dtypes: Iterable[D.dtype]) -> list[dict[str, str]]:
     return [{"s": SHORT[d], "T": CTYPES[d], "A": ACC_CTYPES[d]} for d in dtypes]
 
 
-def check_dtype(dt: D.dtype, op_name: str) -> str:
-    """The short name of ``dt`` for kernel names; a clear error for dtypes CUDA lacks."""
-    s = SHORT.get(dt)
+def check_dtype(dt: D.dtype, op_name: str, short: dict[D.dtype, str] = SHORT) -> str:
+    """The short name of ``dt`` for kernel names (from ``short``: a kernel family's dtype
+    table); a clear error for dtypes the family lacks."""
+    s = short.get(dt)
     if s is None:
         raise TypeError(f"'{op_name}' on CUDA does not support dtype {dt} (the CUDA kernels "
-                        f"cover {', '.join(str(d) for d in ALL_DTYPES)})")
+                        f"cover {', '.join(str(d) for d in short)})")
     return s
 
 
@@ -106,17 +107,26 @@ def activate(rt: Any) -> None:
 # ---- sources ------------------------------------------------------------------------------------
 class CudaSource:
     """One ``kernels/cuda/<file>.cu`` plus generated ``extern "C"`` wrappers, compiled lazily
-    (once per runtime) into one module."""
+    (once per runtime) into one module. ``code`` gives the source inline instead (tests and
+    benchmarks): its kernels are the ``extern "C"`` ones it defines, and it stays out of
+    ``SOURCES``, the backend's list that the NVRTC test compiles."""
 
-    def __init__(self, filename: str, *, emulator_flags: Sequence[str] = ()) -> None:
+    def __init__(self, filename: str, *, emulator_flags: Sequence[str] = (),
+                 code: str | None = None) -> None:
+        self.code = code
         self.filename = filename
         self.name = Path(filename).stem
         self.emulator_flags = tuple(emulator_flags)
         self._wrappers: list[str] = []
         self.kernel_names: list[str] = []
         self._modules: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
+        self._last: tuple[Any, Any, dict[str, Any]] | None = None
         self._lock = threading.Lock()
-        SOURCES.append(self)
+        if code is None:
+            SOURCES.append(self)
+        else:
+            from .emulator import parse_kernels
+            self.kernel_names = list(parse_kernels(code))
 
     def instantiate(self, name: str, params: str, call: str,
                     variants: Iterable[dict[str, str]]) -> None:
@@ -129,7 +139,7 @@ class CudaSource:
             self.kernel_names.append(kname)
 
     def source(self) -> str:
-        body = (HERE / self.filename).read_text()
+        body = self.code if self.code is not None else (HERE / self.filename).read_text()
         return (f"{body}\n// ---- generated instantiations ----\n" + "".join(self._wrappers))
 
     def nvrtc_check(self, arch: str) -> Any:
@@ -147,6 +157,11 @@ class CudaSource:
     def kernel(self, name: str) -> Any:
         """The compiled kernel ``name`` on the active runtime."""
         rt = runtime()
+        entry = self._last  # (runtime, module, kernels) of the latest lookup: one check per launch
+        if entry is not None and entry[0] is rt:
+            k = entry[2].get(name)
+            if k is not None:
+                return k
         entry = self._modules.get(id(rt))
         if entry is None or entry[0] is not rt:
             with self._lock:
@@ -155,6 +170,7 @@ class CudaSource:
                     module = rt.compile(self.source(), self.name,
                                         options=(*NVRTC_OPTIONS, *self.emulator_flags))
                     entry = self._modules[id(rt)] = (rt, module, {})
+        self._last = entry
         kernels = entry[2]
         k = kernels.get(name)
         if k is None:
@@ -170,10 +186,16 @@ SOURCES: list[CudaSource] = []  # every CudaSource, for the NVRTC test and the s
 # ---- launching on tensors -----------------------------------------------------------------------
 def ptr(t: Any) -> DevicePtr:
     """The device address of a CUDA tensor's first element."""
-    buf = t._storage._buf
-    if t._storage.device.type != "cuda":
-        raise RuntimeError(f"expected a CUDA tensor, got one on {t._storage.device}")
-    return DevicePtr(buf.ptr + t._offset * t._dtype.itemsize) if buf.size else DevicePtr(0)
+    storage = t._storage
+    if storage.device.type != "cuda":
+        raise RuntimeError(f"expected a CUDA tensor, got one on {storage.device}")
+    buf = storage._buf
+    if not buf.size:
+        return NULL
+    base, off = buf.ptr, t._offset
+    if not off:
+        return base if type(base) is DevicePtr else DevicePtr(base)
+    return DevicePtr(int(base) + off * t._dtype.itemsize)  # one DevicePtr, not __add__'s two
 
 
 def grid_for(n: int, block: int = BLOCK) -> int:
@@ -181,22 +203,36 @@ def grid_for(n: int, block: int = BLOCK) -> int:
     return max(1, min(MAX_GRID, -(-int(n) // block)))
 
 
+# Argument types that pass to the runtime unchanged (checked by type, before the slower tests).
+_PLAIN = frozenset((int, float, bool, DevicePtr, type(None), np.float32, np.float64, np.int32,
+                    np.int64))
+
+
 def launch(src: CudaSource, name: str, grid: int | Sequence[int], block: int | Sequence[int],
            args: Sequence[Any], shared_bytes: int = 0) -> None:
     """Launch ``src``'s kernel ``name``; tensor args pass as device pointers to their first
     element, :class:`DeviceArray` as its pointer, None as a null pointer."""
-    cargs = [ptr(a) if hasattr(a, "_storage") else (a.ptr if isinstance(a, DeviceArray) else a)
+    cargs = [a if type(a) in _PLAIN else
+             (ptr(a) if hasattr(a, "_storage") else (a.ptr if isinstance(a, DeviceArray) else a))
              for a in args]
+    launch_kernel(runtime(), src.kernel(name), grid, block, shared_bytes, cargs, src.filename)
+
+
+def launch_kernel(rt: Any, kern: Any, grid: int | Sequence[int], block: int | Sequence[int],
+                  shared_bytes: int, args: Sequence[Any], source: str = "",
+                  stream: Any = None) -> None:
+    """Launch a compiled kernel on runtime ``rt`` (arguments already converted): the one path
+    every CUDA launch takes (``launch``, the generated elementwise kernels, dtype casts), so
+    the profiler's observer sees them all."""
     if launch_observer is None:
-        runtime().launch(src.kernel(name), grid, block, shared_bytes, cargs)
+        rt.launch(kern, grid, block, shared_bytes, args, stream=stream)
     else:
-        launch_observer(src, name, grid, block, shared_bytes,
-                        lambda: runtime().launch(src.kernel(name), grid, block, shared_bytes,
-                                                 cargs))
+        launch_observer(source, kern.name, grid, block, shared_bytes,
+                        lambda: rt.launch(kern, grid, block, shared_bytes, args, stream=stream))
 
 
 # The profiler's hook, None unless a profiler is running (one check per launch). Called as
-# observer(src, name, grid, block, shared_bytes, run) where ``run()`` performs the launch.
+# observer(source_file, kernel_name, grid, block, shared_bytes, run); ``run()`` launches.
 launch_observer: Callable[..., None] | None = None
 
 
@@ -218,9 +254,17 @@ class DeviceArray:
         self.size = host.size
 
 
+# Called (no arguments) at the start of every read_back, None when unset: a synchronising
+# point's hook, e.g. for raising a kernel error that a deferred launch recorded
+# (kernels/cuda/errors.py's check_pending) before the data is used.
+host_read_hook: Callable[[], None] | None = None
+
+
 def read_back(address: int, dtype: Any = np.int64, count: int = 1) -> np.ndarray:
     """``count`` elements at a device address, copied to the host (a synchronising copy: for a
     count that sizes an output, or an error word after a launch)."""
+    if host_read_hook is not None:
+        host_read_hook()
     host = np.empty(count, dtype)
     runtime().memcpy_dtoh(host, DevicePtr(int(address)))
     return host

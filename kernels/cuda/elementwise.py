@@ -7,7 +7,10 @@ output's and each array operand's dtype, the compute dtype, and which inputs are
 are scalars (passed as kernel parameters in the compute type). Every kernel is a grid-stride loop
 over the flat output index with two modes chosen at launch: contiguous operands (``meta`` null)
 index flat; otherwise ``meta`` holds the shape and each operand's element offset and strides
-(0 where it broadcasts), up to ``MAX_DIMS`` dims after merging.
+(0 where it broadcasts), up to ``MAX_DIMS`` dims after merging. The contiguous mode is
+vectorised: when every operand's address is a multiple of its 16-byte chunk (V elements of the
+widest operand: 4 float32, 2 float64, 8 float16), each thread loads and stores whole chunks
+(one 128-bit access per operand on a GPU) and a scalar loop finishes the tail.
 
 float16/bfloat16 compute in float (like the CPU backend); float literals take the compute type
 (double for integer compute, where Numba would also compute in float64). Integer operands are
@@ -37,6 +40,7 @@ from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import OpDef
 
 from .device import CTYPES as REAL_CTYPES
+from .device import MAX_GRID as DEVICE_MAX_GRID
 from .device import SHORT as REAL_SHORT
 
 MAX_DIMS = 8
@@ -272,7 +276,10 @@ def kernel_source(spec: KernelSpec) -> str:
         f"{scalar_decls}"
         f"    typedef {ft} gt_float_t;\n"
         f"    if (meta == nullptr) {{\n"
-        f"        for (GT_GRID_STRIDE(i, n)) {{\n"
+        f"{_vector_loop(spec, arrays, body, out_t)}"
+        f"        for (long long i = gt_start + (long long)blockIdx.x * blockDim.x + threadIdx.x;"
+        f" i < n;\n"
+        f"             i += (long long)blockDim.x * gridDim.x) {{\n"
         f"{flat_loads}"
         f"            out[i] = gt::store<{out_t}>({body});\n"
         f"        }}\n"
@@ -294,6 +301,73 @@ def kernel_source(spec: KernelSpec) -> str:
     )
 
 
+# ---- the vectorised contiguous path ------------------------------------------------------------
+VECTOR_BYTES = 16      # one 128-bit load / store per operand per step (LDG.128 on a GPU)
+VECTOR_MIN_CHUNKS = 2  # below this the scalar loop alone is as good
+
+# Included once per module: an aligned chunk of V elements, so a chunk load or store is one
+# vector access (NVRTC turns a 16-byte-aligned 16-byte struct access into ld/st.global.v4).
+VECTOR_PRELUDE = """namespace gt {
+template <class T, int V>
+struct alignas(sizeof(T) * V) ew_vec { T v[V]; };
+}  // namespace gt
+"""
+
+
+def vector_width(spec: KernelSpec) -> int:
+    """Elements per step of the vectorised contiguous path: 16 bytes of the widest operand
+    (4 for float32, 2 for float64, 8 for float16, 16 for bool / int8); 1 means the kernel has
+    no vectorised path (complex operands, whose 8- or 16-byte values gain nothing)."""
+    dts = [spec.out, *(d for d in spec.inputs if d is not None)]
+    if any(d.is_complex for d in dts):
+        return 1
+    return max(1, VECTOR_BYTES // max(d.itemsize for d in dts))
+
+
+def _vector_loop(spec: KernelSpec, arrays: list[tuple[str, D.dtype]], body: str,
+                 out_t: str) -> str:
+    """C for the contiguous path's vectorised part: when every operand's address is a multiple
+    of its chunk (V elements) and n holds a few chunks, each thread of the grid-stride loop
+    loads a chunk of every operand, computes V elements and stores one chunk; ``gt_start`` is
+    where the scalar loop (the tail, or everything when unaligned) begins."""
+    v = vector_width(spec)
+    if v == 1:
+        return "        const long long gt_start = 0;\n"
+    operands = [("out", spec.out), *((n.upper(), d) for n, d in arrays)]
+    aligned = " && ".join(f"reinterpret_cast<unsigned long long>({name}) % {v * d.itemsize} == 0"
+                          for name, d in operands)
+    loads = "".join(
+        f"                const gt::ew_vec<{CTYPES[d]}, {v}> gt_v{n} = "
+        f"reinterpret_cast<const gt::ew_vec<{CTYPES[d]}, {v}>*>({n.upper()})[j];\n"
+        for n, d in arrays)
+    elems = "".join(f"                    const scalar_t {n} = gt::load<scalar_t>(gt_v{n}.v[e]);\n"
+                    for n, _ in arrays)
+    return (
+        f"        const bool gt_vec = n >= {VECTOR_MIN_CHUNKS * v} && {aligned};\n"
+        f"        const long long gt_start = gt_vec ? n / {v} * {v} : 0;\n"
+        f"        if (gt_vec) {{\n"
+        f"            for (GT_GRID_STRIDE(j, n / {v})) {{\n"
+        f"{loads}"
+        f"                gt::ew_vec<{out_t}, {v}> gt_vout;\n"
+        f"#pragma unroll\n"
+        f"                for (int e = 0; e < {v}; ++e) {{\n"
+        f"{elems}"
+        f"                    gt_vout.v[e] = gt::store<{out_t}>({body});\n"
+        f"                }}\n"
+        f"                reinterpret_cast<gt::ew_vec<{out_t}, {v}>*>(out)[j] = gt_vout;\n"
+        f"            }}\n"
+        f"        }}\n"
+    )
+
+
+def launch_grid(spec: KernelSpec, n: int, block: int = BLOCK,
+                max_grid: int = DEVICE_MAX_GRID) -> int:
+    """Blocks for ``n`` elements of ``spec``'s kernel: enough threads for one vector chunk each
+    (the contiguous path's unit of work), bounded (grid-stride loops cover the rest)."""
+    work = -(-int(n) // vector_width(spec))
+    return max(1, min(max_grid, -(-work // block)))
+
+
 @functools.cache
 def _header_hash() -> str:
     return hashlib.sha1((Path(__file__).parent / "scalar_fns.cuh").read_bytes()).hexdigest()[:16]
@@ -306,7 +380,7 @@ def module_source(specs: Iterable[KernelSpec]) -> str:
         seen.setdefault(s.kernel_name, s)
     # The header's hash keys the emulator's disk cache, which hashes only the source text.
     parts = ['#include "common.cuh"\n#include "scalar_fns.cuh"\n'
-             f"// scalar_fns.cuh {_header_hash()}\n"]
+             f"// scalar_fns.cuh {_header_hash()}\n", VECTOR_PRELUDE]
     parts += [kernel_source(s) for s in seen.values()]
     return "\n".join(parts)
 
@@ -382,9 +456,28 @@ def scalar_args(value: Any, compute: D.dtype) -> list[Any]:
     return [_scalar_param(value, compute)]
 
 
+# Per compute dtype: (kind, lo, hi) for which a Python number passes through _scalar_param
+# unchanged (the launcher converts it to the parameter type with the same rounding); anything
+# else (out of range, NumPy scalars, bool compute) takes the general conversion below.
+_FAST_PARAM: dict[D.dtype, tuple[str, float, float]] = {
+    d: ("f", -float(np.finfo(np.float32 if d in _HALF else d.np_dtype).max),
+        float(np.finfo(np.float32 if d in _HALF else d.np_dtype).max))
+    if d.is_floating_point else ("i", int(np.iinfo(d.np_dtype).min), int(np.iinfo(d.np_dtype).max))
+    for d in REAL_CTYPES if d != D.bool}
+
+
 def _scalar_param(value: Any, compute: D.dtype) -> Any:
     """A scalar in the compute type, as a Python number the emulator's launcher accepts
     (out-of-range ints wrap like PyTorch's casts; float16/bfloat16 compute in float)."""
+    fast = _FAST_PARAM.get(compute)
+    if fast is not None:
+        t = type(value)
+        if fast[0] == "f":
+            if (t is float and fast[1] <= value <= fast[2]) or \
+                    (t is int and -(2**53) <= value <= 2**53):  # exact as a double
+                return float(value)
+        elif t is int and fast[1] <= value <= fast[2]:
+            return value
     if isinstance(value, np.ndarray):
         value = value.reshape(-1)[0]
     cdt = np.dtype(np.float32) if compute in _HALF else compute.np_dtype
@@ -420,8 +513,11 @@ def _broadcasts(src: tuple[int, ...], shape: tuple[int, ...]) -> bool:
         n in (1, m) for n, m in zip(src[::-1], shape[::-1], strict=False))
 
 
-def launch_config(n: int) -> tuple[int, int]:
-    """(grid, block) for ``n`` elements: a grid-stride loop with a bounded grid."""
+def launch_config(n: int, spec: KernelSpec | None = None) -> tuple[int, int]:
+    """(grid, block) for ``n`` elements: a grid-stride loop with a bounded grid (sized for
+    ``spec``'s vector chunks when given)."""
+    if spec is not None:
+        return launch_grid(spec, n, BLOCK, MAX_GRID), BLOCK
     return max(1, min(MAX_GRID, -(-n // BLOCK))), BLOCK
 
 
@@ -467,5 +563,5 @@ def run_elementwise(op: OpDef, out: np.ndarray, inputs: Sequence[Any], params: S
         args += [next(it)] if d is not None else scalar_args(x, compute)
     for p in params:
         args += scalar_args(p, compute)
-    grid, block = launch_config(n)
+    grid, block = launch_config(n, spec)
     _module_for(spec).launch(spec.kernel_name, grid, block, [*args, n, meta])

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .emulator import Module, compile_source
-from .emulator.launch import _POINTEES
+from .emulator.launch import Kernel
 from .runtime import (
     NULL,
     AllocationTable,
@@ -51,6 +51,10 @@ class _Block:
     size: int           # size class: what the block reserves
     nbytes: int         # what was asked for: the bounds of a live allocation
     buf: np.ndarray     # uint8, length ``size``
+    host: int = 0       # buf's host address: what kernels get for ``address``
+
+    def __post_init__(self) -> None:
+        self.host = self.buf.__array_interface__["data"][0]
 
 
 class EmulatorStream:
@@ -85,6 +89,7 @@ class EmulatorEvent:
 class EmulatorKernel:
     module: Module
     name: str
+    handle: Kernel  # the module's prepared launcher for it
 
 
 class EmulatorRuntime:
@@ -183,30 +188,40 @@ class EmulatorRuntime:
         if name not in module.kernels:
             raise KeyError(f"module '{module.name}' has no kernel '{name}' "
                            f"(kernels: {', '.join(module.kernels)})")
-        return EmulatorKernel(module, name)
+        return EmulatorKernel(module, name, module.kernel(name))
 
     def launch(self, kernel: EmulatorKernel, grid: int | Sequence[int],
                block: int | Sequence[int], shared_bytes: int, args: Sequence[Any],
                stream: Any = None) -> None:
-        params = kernel.module.kernels[kernel.name]
-        if len(args) != len(params):
-            raise TypeError(f"kernel '{kernel.name}' takes {len(params)} arguments, "
+        """Launch with device pointers (DevicePtr / None) translated to the host addresses
+        behind them; scalars are converted and checked by the kernel's prepared packer."""
+        handle = kernel.handle
+        if len(args) != handle.nargs:
+            raise TypeError(f"kernel '{kernel.name}' takes {handle.nargs} arguments, "
                             f"got {len(args)}")
-        host_args = [self._pointer_arg(kernel.name, p, a) if p.pointer else a
-                     for p, a in zip(params, args, strict=True)]
-        kernel.module.launch(kernel.name, grid, block, host_args, shared_bytes)
+        values = list(args)
+        by_base = self._table.by_base
+        for i in handle.pointer_indices:
+            v = values[i]
+            if v is None:
+                values[i] = 0
+            else:  # inline fast path: a DevicePtr to the start of a block
+                entry = by_base.get(v) if type(v) is DevicePtr else None
+                values[i] = entry[1].host if entry is not None else \
+                    self._host_address(handle, i, v)
+        handle.run(grid, block, shared_bytes, values)
 
-    def _pointer_arg(self, kernel: str, param: Any, value: Any) -> np.ndarray | None:
-        """A device pointer as the NumPy array the emulator wants: the rest of its block."""
+    def _host_address(self, handle: Kernel, i: int, value: Any) -> int:
+        """Where device pointer ``value`` lives in host memory (0 for null); it must point
+        into a live allocation (or one past its end, as C allows)."""
         if value is None or (isinstance(value, int) and int(value) == 0):
-            return None
+            return 0  # a null pointer (None, NULL, or a plain 0)
         if not isinstance(value, DevicePtr):
-            raise TypeError(f"kernel '{kernel}', parameter '{param.name}' ({param.ctype}): "
-                            f"expected a DevicePtr, got {type(value).__name__}")
-        base, block, off = self._table.lookup(value, 0)
-        dtype = _POINTEES.get(param.base, np.dtype(np.uint8))
-        rest = block.nbytes - off
-        return block.buf[off:off + rest - rest % dtype.itemsize].view(dtype)
+            param = handle.params[i]
+            raise TypeError(f"kernel '{handle.name}', parameter '{param.name}' ({param.ctype}):"
+                            f" expected a DevicePtr, got {type(value).__name__}")
+        _, block, off = self._table.lookup(value, 0)
+        return block.host + off
 
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> EmulatorStream:

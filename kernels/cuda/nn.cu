@@ -8,9 +8,10 @@
 // arrive already in A (the launcher converts them). Reductions are one pass per statistic:
 // per-thread partials, warp shuffles, then shared memory across warps.
 //
-// Index kernels never touch memory out of range: a bad target/index is skipped and its
-// position recorded with atomicMin in a device flag that the launcher reads back.
+// Index kernels never touch memory out of range: a bad target/index is skipped and reported to
+// the device's error record (errors.cuh), which kernels/cuda/errors.py turns into the IndexError.
 #include "common.cuh"
+#include "errors.cuh"
 #include "scalar_fns.cuh"
 
 namespace gtnn {
@@ -450,16 +451,16 @@ __device__ void cols_finalize(A* __restrict__ gw, A* __restrict__ gb,
 // of the counted weights in part[2 * block], part[2 * block + 1].
 template <class T, class A>
 __device__ void nll_forward(T* __restrict__ out, double* __restrict__ part,
-                            long long* __restrict__ err, const T* __restrict__ x,
-                            const long long* __restrict__ t, const A* __restrict__ w,
-                            long long ignore_index, int reduction, long long N, long long C,
-                            long long S) {
+                            long long* __restrict__ err, long long site,
+                            const T* __restrict__ x, const long long* __restrict__ t,
+                            const A* __restrict__ w, long long ignore_index, int reduction,
+                            long long N, long long C, long long S) {
     __shared__ double shm[32];
     double total = 0.0, tw = 0.0;
     for (GT_GRID_STRIDE(i, N * S)) {
         const long long c = t[i];
         if (c == ignore_index || c < 0 || c >= C) {
-            if (c != ignore_index) atomicMin((long long*)err, i);
+            if (c != ignore_index) gt_report_error(err, site, c, C, 1);
             if (reduction == 0) out[i] = gt::store<T>(A(0));
             continue;
         }
@@ -506,15 +507,16 @@ __device__ void nll_finalize(T* __restrict__ out, double* __restrict__ scale,
 // Block partials of the summed weights of the counted targets (the backward's 'mean').
 template <class A>
 __device__ void nll_weight_sum(double* __restrict__ part, long long* __restrict__ err,
-                               const long long* __restrict__ t, const A* __restrict__ w,
-                               long long ignore_index, long long items, long long C) {
+                               long long site, const long long* __restrict__ t,
+                               const A* __restrict__ w, long long ignore_index, long long items,
+                               long long C) {
     __shared__ double shm[32];
     double tw = 0.0;
     for (GT_GRID_STRIDE(i, items)) {
         const long long c = t[i];
         if (c == ignore_index) continue;
         if (c < 0 || c >= C) {
-            atomicMin((long long*)err, i);
+            gt_report_error(err, site, c, C, 1);
             continue;
         }
         tw += (double)(w ? w[c] : A(1));
@@ -529,7 +531,7 @@ __device__ void nll_weight_sum(double* __restrict__ part, long long* __restrict_
 // grad_input (N, C, S) in one pass: -w[t] * g * scale at each item's target class, 0 elsewhere.
 // g is per item (reduction 0) or one value; scale points at 1 / weights for 'mean', else null.
 template <class T, class A>
-__device__ void nll_backward(T* __restrict__ gi, long long* __restrict__ err,
+__device__ void nll_backward(T* __restrict__ gi, long long* __restrict__ err, long long site,
                              const T* __restrict__ g, const long long* __restrict__ t,
                              const A* __restrict__ w, const double* __restrict__ scale,
                              long long ignore_index, int reduction, long long N, long long C,
@@ -545,7 +547,7 @@ __device__ void nll_backward(T* __restrict__ gi, long long* __restrict__ err,
             const A gv = gt::load<A>(g[reduction == 0 ? item : 0]);
             v = (double)(-(w ? w[c] : A(1)) * gv) * sc;
         } else if (c == 0 && tc != ignore_index && (tc < 0 || tc >= C)) {
-            atomicMin((long long*)err, item);
+            gt_report_error(err, site, tc, C, 1);
         }
         gi[e] = gt::store<T>(v);
     }
@@ -556,13 +558,14 @@ __device__ void nll_backward(T* __restrict__ gi, long long* __restrict__ err,
 // element's size.
 template <class E, class I>
 __device__ void embedding_forward(E* __restrict__ out, long long* __restrict__ err,
-                                  const E* __restrict__ weight, const I* __restrict__ idx,
-                                  long long M, long long V, long long D) {
+                                  long long site, const E* __restrict__ weight,
+                                  const I* __restrict__ idx, long long M, long long V,
+                                  long long D) {
     for (GT_GRID_STRIDE(e, M * D)) {
         const long long i = e / D, d = e - i * D;
         const long long r = (long long)idx[i];
         if (r < 0 || r >= V) {
-            if (d == 0) atomicMin((long long*)err, i);
+            if (d == 0) gt_report_error(err, site, r, V, 0);
             out[e] = E(0);
             continue;
         }
@@ -584,14 +587,15 @@ __device__ void embedding_counts(int* __restrict__ counts, const I* __restrict__
 // each row is divided by its index's count when counts is given.
 template <class T, class A, class I>
 __device__ void embedding_backward(A* __restrict__ acc, long long* __restrict__ err,
-                                   const T* __restrict__ g, const I* __restrict__ idx,
+                                   long long site, const T* __restrict__ g,
+                                   const I* __restrict__ idx,
                                    const int* __restrict__ counts, long long padding_idx,
                                    long long M, long long V, long long D) {
     for (GT_GRID_STRIDE(e, M * D)) {
         const long long i = e / D, d = e - i * D;
         const long long r = (long long)idx[i];
         if (r < 0 || r >= V) {
-            if (d == 0) atomicMin((long long*)err, i);
+            if (d == 0) gt_report_error(err, site, r, V, 0);
             continue;
         }
         if (r == padding_idx) continue;

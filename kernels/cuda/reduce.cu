@@ -17,14 +17,16 @@
 // An op is a struct: Acc (a POD accumulator), init(), step(acc, x, k, p) (one element),
 // comb(a, b), shfl(acc, lane_xor) and store(acc, K, p, flag, out1, out2, o). Accumulators
 // follow the CPU backend: float for float16/bfloat16/float32, double for float64, 64-bit
-// integers for ints and bools; float64 for var/std, logsumexp and the general p-norm.
+// integers for ints and bools, complex<float>/complex<double> for complex64/complex128 (whose
+// norms accumulate moduli in the real type); float64 for var/std (complex<double> means),
+// logsumexp and the general p-norm. Scans accumulate in float64/complex128/int64.
 #include "common.cuh"
 #include "scalar_fns.cuh"
 
 namespace gtr {
 
 // Launches use 256 threads per block (P * T == 256) and 256 * kMaxAcc bytes of shared memory.
-constexpr int kMaxAcc = 32;  // bytes per accumulator the launcher reserves (shared, workspace)
+[[maybe_unused]] constexpr int kMaxAcc = 32;  // bytes per accumulator the launcher reserves
 
 // ---- constants and small helpers -----------------------------------------------------------
 template <class A> __device__ __forceinline__ A inf_of();  // +inf, or the largest int64
@@ -41,8 +43,59 @@ template <> __device__ __forceinline__ long long lowest<long long>() {
     return (long long)(-0x7fffffffffffffffLL - 1);
 }
 
+// Warp shuffles; a complex value travels as its two parts (the intrinsics take scalars only).
 template <class V> __device__ __forceinline__ V shfl_x(V v, int lane_xor) {
     return __shfl_xor_sync(GT_FULL_MASK, v, lane_xor);
+}
+template <class T> __device__ __forceinline__ gt::complex<T> shfl_x(gt::complex<T> v, int m) {
+    return gt::complex<T>(shfl_x(v.re, m), shfl_x(v.im, m));
+}
+template <class V> __device__ __forceinline__ V shfl_up(V v, int delta) {
+    return __shfl_up_sync(GT_FULL_MASK, v, delta);
+}
+template <class T> __device__ __forceinline__ gt::complex<T> shfl_up(gt::complex<T> v, int d) {
+    return gt::complex<T>(shfl_up(v.re, d), shfl_up(v.im, d));
+}
+template <class V> __device__ __forceinline__ V shfl_idx(V v, int src) {
+    return __shfl_sync(GT_FULL_MASK, v, src);
+}
+template <class T> __device__ __forceinline__ gt::complex<T> shfl_idx(gt::complex<T> v, int s) {
+    return gt::complex<T>(shfl_idx(v.re, s), shfl_idx(v.im, s));
+}
+
+// x != 0 (exact for every dtype, NaN counts as non-zero); a complex value by either part.
+template <class T> __device__ __forceinline__ bool nonzero_of(T x) {
+    return gt::load<double>(x) != 0.0;
+}
+template <class T> __device__ __forceinline__ bool nonzero_of(gt::complex<T> x) {
+    return x.re != T(0) || x.im != T(0);
+}
+// |x| and |x|^2 in the real type R (a complex value's modulus, as the CPU backend's abs).
+template <class R, class T> __device__ __forceinline__ R abs_of(T x) {
+    return gt::pyabs(gt::load<R>(x));
+}
+template <class R, class T> __device__ __forceinline__ R abs_of(gt::complex<T> x) {
+    return (R)::hypot((R)x.re, (R)x.im);
+}
+template <class R, class T> __device__ __forceinline__ R abs2_of(T x) {
+    const R v = gt::load<R>(x);
+    return v * v;
+}
+template <class R, class T> __device__ __forceinline__ R abs2_of(gt::complex<T> x) {
+    const R re = (R)x.re, im = (R)x.im;
+    return re * re + im * im;
+}
+// Re(conj(a) * b): the real inner product var's running sum of squares uses.
+__device__ __forceinline__ double dot_re(double a, double b) { return a * b; }
+__device__ __forceinline__ double dot_re(gt::complex<double> a, gt::complex<double> b) {
+    return a.re * b.re + a.im * b.im;
+}
+template <class M> __device__ __forceinline__ M nan_of();
+template <> __device__ __forceinline__ double nan_of<double>() {
+    return __longlong_as_double(0x7ff8000000000000LL);
+}
+template <> __device__ __forceinline__ gt::complex<double> nan_of<gt::complex<double>>() {
+    return gt::complex<double>(nan_of<double>(), nan_of<double>());
 }
 
 // Element offset of row-major index `idx` over `n` dims of sizes `size` and strides `stride`.
@@ -96,8 +149,7 @@ struct SelectOp {
         return KIND == 0 ? lowest<A>() : KIND == 1 ? inf_of<A>() : KIND == 2 ? A(1) : A(0);
     }
     static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
-        // all/any/count_nonzero test x != 0 in double (exact for every dtype, NaN counts).
-        if (KIND >= 2) return comb(a, gt::load<double>(x) != 0.0 ? A(1) : A(0));
+        if (KIND >= 2) return comb(a, nonzero_of(x) ? A(1) : A(0));
         return comb(a, gt::load<A>(x));
     }
     static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
@@ -115,19 +167,20 @@ struct SelectOp {
 };
 
 // ---- vector norms: KIND 0 (count of non-zeros), 1, 2, 3 (+inf), 4 (-inf), 5 (general p) ---
-template <class T, class R, int KIND>
+// R accumulates |x| (a complex input's modulus); O is the (real) result type.
+template <class T, class R, int KIND, class O>
 struct NormOp {
     typedef R Acc;
-    typedef T O1;
+    typedef O O1;
     typedef long long O2;
     static __device__ __forceinline__ Acc init() { return KIND == 4 ? inf_of<R>() : R(0); }
     static __device__ __forceinline__ Acc step(Acc a, T x, long long, double p) {
-        R v = gt::load<R>(x);
-        if (KIND == 0) return a + (v != R(0) ? R(1) : R(0));
-        if (KIND == 1) return a + gt::pyabs(v);
-        if (KIND == 2) return a + v * v;
-        if (KIND == 5) return a + (R)::pow((double)gt::pyabs(v), p);
-        return comb(a, gt::pyabs(v));
+        if (KIND == 0) return a + (nonzero_of(x) ? R(1) : R(0));
+        if (KIND == 2) return a + abs2_of<R>(x);
+        const R v = abs_of<R>(x);
+        if (KIND == 1) return a + v;
+        if (KIND == 5) return a + (R)::pow((double)v, p);
+        return comb(a, v);
     }
     static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
         if (KIND == 3) return pick<true>(a, b);
@@ -139,33 +192,39 @@ struct NormOp {
                                                  O2*, long long o) {
         if (KIND == 2) a = gt::sqrt(a);
         if (KIND == 5) a = (R)::pow((double)a, 1.0 / p);
-        out[o] = gt::store<T>(a);
+        out[o] = gt::store<O>(a);
     }
 };
 
 // ---- var/std (and their mean): Welford's running (count, mean, M2) in float64 ---------------
+// M is the mean's type: double, or complex<double> for complex inputs (whose M2 sums |x - mean|^2
+// and whose var/std are real, of type O).
+template <class M>
 struct Moments {
-    double n, mean, m2;
+    double n;
+    M mean;
+    double m2;
 };
-template <class T>
+template <class T, class M, class O>
 struct VarOp {
-    typedef Moments Acc;
-    typedef T O1;  // var or std
+    typedef Moments<M> Acc;
+    typedef O O1;  // var or std
     typedef T O2;  // the mean (optional)
-    static __device__ __forceinline__ Acc init() { return Acc{0.0, 0.0, 0.0}; }
+    static __device__ __forceinline__ Acc init() { return Acc{0.0, M(0.0), 0.0}; }
     static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
-        double v = gt::load<double>(x);
+        const M v = gt::load<M>(x);
         a.n += 1.0;
-        double d = v - a.mean;
-        a.mean += d / a.n;
-        a.m2 += d * (v - a.mean);
+        const M d = v - a.mean;
+        a.mean = a.mean + d / a.n;
+        a.m2 += dot_re(d, v - a.mean);
         return a;
     }
     static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
         if (b.n == 0.0) return a;
         if (a.n == 0.0) return b;
-        double n = a.n + b.n, d = b.mean - a.mean, f = b.n / n;
-        return Acc{n, a.mean + d * f, a.m2 + b.m2 + d * d * a.n * f};
+        const double n = a.n + b.n, f = b.n / n;
+        const M d = b.mean - a.mean;
+        return Acc{n, a.mean + d * f, a.m2 + b.m2 + dot_re(d, d) * a.n * f};
     }
     static __device__ __forceinline__ Acc shfl(Acc a, int m) {
         return Acc{shfl_x(a.n, m), shfl_x(a.mean, m), shfl_x(a.m2, m)};
@@ -175,8 +234,8 @@ struct VarOp {
                                                  O1* out, O2* mean, long long o) {
         double dof = (double)K - p;
         double v = a.m2 / (dof > 0.0 ? dof : 0.0);
-        out[o] = gt::store<T>(flag ? ::sqrt(v) : v);
-        if (mean) mean[o] = gt::store<T>(a.n == 0.0 ? nan64() : a.mean);
+        out[o] = gt::store<O>(flag ? ::sqrt(v) : v);
+        if (mean) mean[o] = gt::store<T>(a.n == 0.0 ? nan_of<M>() : a.mean);
     }
 };
 
@@ -360,10 +419,10 @@ __device__ __forceinline__ long long line_out(long long l, long long K, long lon
 // 32 * kScanItems elements per step (a serial scan per lane, a shuffle scan of the lanes'
 // totals, the running carry); otherwise a thread per line (neighbouring threads own
 // neighbouring lines: coalesced).
-constexpr int kScanItems = 8;
 template <class T, class A, class O, bool MUL>
 __device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long long* lmeta,
                      long long L, long long K, long long xs, long long I, long long reverse) {
+    constexpr int kScanItems = 8;  // local: modules without scans would warn it is unused
     const A ident = MUL ? A(1) : A(0);
     if (I == 1) {
         const int lane = threadIdx.x & 31;
@@ -388,10 +447,10 @@ __device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long lo
                 // ...then the lanes' totals are scanned across the warp.
                 A inc = tot;
                 for (int off = 1; off < 32; off <<= 1) {
-                    A u = __shfl_up_sync(GT_FULL_MASK, inc, off);
+                    A u = shfl_up(inc, off);
                     if (lane >= off) inc = MUL ? u * inc : u + inc;
                 }
-                A excl = __shfl_up_sync(GT_FULL_MASK, inc, 1);
+                A excl = shfl_up(inc, 1);
                 if (lane == 0) excl = ident;
                 const A pre = MUL ? carry * excl : carry + excl;
                 for (int i = 0; i < kScanItems; ++i) {
@@ -399,7 +458,7 @@ __device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long lo
                     if (j < K)
                         ol[reverse ? K - 1 - j : j] = gt::store<O>(MUL ? pre * v[i] : pre + v[i]);
                 }
-                const A chunk = __shfl_sync(GT_FULL_MASK, inc, 31);
+                const A chunk = shfl_idx(inc, 31);
                 carry = MUL ? carry * chunk : carry + chunk;
             }
         }

@@ -98,6 +98,9 @@ class AllocationTable:
     def __init__(self) -> None:
         self._bases: list[int] = []
         self._entries: dict[int, tuple[int, Any]] = {}  # base -> (size, owner)
+        # Read-only alias for callers' fast path: a pointer that is exactly a block's start
+        # (the common kernel argument) is one dict lookup instead of a bisect.
+        self.by_base = self._entries
 
     def __len__(self) -> int:
         return len(self._entries)

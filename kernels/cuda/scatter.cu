@@ -3,14 +3,15 @@
 // indexing writes), masked_fill and masked_scatter (a prefix sum over the mask).
 //
 // Why this shape:
-//  * Every index is checked on the device. A bad one is never dereferenced: its thread records
-//    its position with atomicMin on an error word (so the host learns the FIRST bad position in
-//    iteration order, deterministically) and moves on. The launcher reads the word back and
-//    raises PyTorch's IndexError naming the index and the size.
+//  * Every index is checked on the device. A bad one is never dereferenced: its thread reports
+//    it (value, size, dim) to the device's error record (errors.cuh; the first error wins) and
+//    moves on. kernels/cuda/errors.py raises PyTorch's IndexError naming the index and the size,
+//    right after the launch or at the next synchronising call.
 //  * Reductions where several positions hit one element use atomics: native atomicAdd/Max/Min
 //    where CUDA has an overload for the type, otherwise a compare-and-swap loop on the element's
 //    bits (on the containing 32-bit word for 1- and 2-byte types, as CUDA has no narrower CAS
-//    on sm_70).
+//    on sm_70). Complex sums are two real atomicAdds; complex prod/amax/amin (16-byte
+//    complex128 has no CAS) take a per-element spin lock from a scratch array.
 //  * Plain assignment with duplicate targets is made deterministic, matching the CPU backend's
 //    "last position wins" (C order over the index): a claim pass records, per target slot, the
 //    largest key that writes it (atomicMax into an int scratch), then a write pass lets only
@@ -18,6 +19,7 @@
 //  * Metadata (shapes, strides) travels in one small int64 device array per launch; kernels
 //    are grid-stride loops over a bounded grid.
 #include "common.cuh"
+#include "errors.cuh"
 #include "scalar_fns.cuh"
 
 #define GT_SC_MAX_DIMS 16
@@ -104,6 +106,22 @@ template <> struct acc<float> { typedef float type; };
 template <> struct acc<double> { typedef double type; };
 template <> struct acc<__half> { typedef float type; };
 template <> struct acc<__nv_bfloat16> { typedef float type; };
+template <class R> struct acc<gt::complex<R>> { typedef gt::complex<R> type; };
+
+// Whether amax (MAX) / amin replaces the current value a by b: NaN propagates, as in PyTorch.
+template <bool MAX, class C> __device__ __forceinline__ bool replaces(C a, C b) {
+    return (MAX ? b > a : b < a) || b != b;
+}
+// Complex values order lexicographically, as NumPy's maximum/minimum (the CPU backend's
+// ufunc.at): a stays when it has a NaN part or is >= b (<= for MIN), else b (NaNs included).
+template <bool MAX, class R> __device__ __forceinline__ bool replaces(gt::complex<R> a,
+                                                                     gt::complex<R> b) {
+    if (a.re != a.re || a.im != a.im) return false;
+    const bool b_nan = b.re != b.re || b.im != b.im;
+    const bool keep = ((MAX ? a.re > b.re : a.re < b.re) && !b_nan) ||
+                      (a.re == b.re && (MAX ? a.im >= b.im : a.im <= b.im));
+    return !keep;
+}
 
 // cur (op)= v, as the CPU backend's walker does it (NaN propagates through amax / amin).
 template <class T>
@@ -113,9 +131,30 @@ __device__ __forceinline__ T combine(T cur, T v, int op) {
     switch (op) {
         case GT_OP_SUM: return gt::store<T>(a + b);
         case GT_OP_PROD: return gt::store<T>(a * b);
-        case GT_OP_AMAX: return (b > a || b != b) ? v : cur;
-        case GT_OP_AMIN: return (b < a || b != b) ? v : cur;
+        case GT_OP_AMAX: return replaces<true>(a, b) ? v : cur;
+        case GT_OP_AMIN: return replaces<false>(a, b) ? v : cur;
         default: return v;
+    }
+}
+
+// *addr = combine(*addr, v, op) for complex elements, which no compare-and-swap covers
+// (complex128 is 16 bytes): under a per-element spin lock (0 free, 1 held). Volta's
+// independent thread scheduling lets lanes of one warp contend safely; the critical section
+// sits inside the retry loop, and the element is read and written through volatile (L2).
+template <class R>
+__device__ void locked_apply(gt::complex<R>* addr, gt::complex<R> v, int op, int* lock) {
+    volatile R* parts = reinterpret_cast<volatile R*>(addr);
+    bool done = false;
+    while (!done) {
+        if (atomicCAS(lock, 0, 1) == 0) {
+            __threadfence();
+            const gt::complex<R> nv = combine(gt::complex<R>(parts[0], parts[1]), v, op);
+            parts[0] = nv.re;
+            parts[1] = nv.im;
+            __threadfence();
+            atomicExch(lock, 0);
+            done = true;
+        }
     }
 }
 
@@ -157,10 +196,21 @@ __device__ void atomic_cas_apply(T* addr, T v, int op) {
 template <class A, class B> struct same { static constexpr bool value = false; };
 template <class A> struct same<A, A> { static constexpr bool value = true; };
 
-// *addr (op)= v atomically; the native atomics where CUDA has them for T.
+// *addr (op)= v atomically; the native atomics where CUDA has them for T. Complex sums are
+// two real atomicAdds; other complex reductions need `lock` (this element's spin lock).
 template <class T>
-__device__ __forceinline__ void atomic_apply(T* addr, T v, int op) {
-    if constexpr (same<T, float>::value || same<T, double>::value) {
+__device__ __forceinline__ void atomic_apply(T* addr, T v, int op, int* lock) {
+    if constexpr (gt::is_complex<T>::value) {
+        if (op == GT_OP_SUM) {
+            atomicAdd(&addr->re, v.re);
+            atomicAdd(&addr->im, v.im);
+        } else if (op == GT_OP_ASSIGN) {
+            *addr = v;
+        } else {
+            locked_apply(addr, v, op, lock);
+        }
+        return;
+    } else if constexpr (same<T, float>::value || same<T, double>::value) {
         if (op == GT_OP_SUM) { atomicAdd(addr, v); return; }
     } else if constexpr (same<T, int>::value) {
         if (op == GT_OP_SUM) { atomicAdd(addr, v); return; }
@@ -174,8 +224,10 @@ __device__ __forceinline__ void atomic_apply(T* addr, T v, int op) {
         if (op == GT_OP_AMAX) { atomicMax(addr, v); return; }
         if (op == GT_OP_AMIN) { atomicMin(addr, v); return; }
     }
-    if (op == GT_OP_ASSIGN) { *addr = v; return; }
-    atomic_cas_apply<T>(addr, v, op);
+    if constexpr (!gt::is_complex<T>::value) {
+        if (op == GT_OP_ASSIGN) { *addr = v; return; }
+        atomic_cas_apply<T>(addr, v, op);
+    }
 }
 
 // An index element of any integer width (index tensors may be int8/16/32/64).
@@ -188,11 +240,8 @@ __device__ __forceinline__ long long load_index(const void* p, long long off, in
     }
 }
 
-__device__ __forceinline__ void report(unsigned long long* err, long long pos) {
-    if (err != nullptr) atomicMin(err, (unsigned long long)pos);
-}
-
 // ---- the scatter walk -----------------------------------------------------------------------
+// mode REDUCE with a complex prod/amax/amin: `scratch` holds one spin lock per slot (zeros).
 // meta: [nd, dim, dim_size, flags, shape[nd], self_stride[nd], index_stride[nd],
 //        src_stride[nd], slot_stride[nd]]; flags bit 0: negative indices wrap; bit 1: the
 // winner slot is the index value itself and the key the coordinate along dim (index_copy).
@@ -201,7 +250,7 @@ template <class T, class A>
 __device__ void walk(T* __restrict__ self, const void* __restrict__ index, int isz,
                      const T* __restrict__ src, A value, A alpha, int use_alpha,
                      const long long* __restrict__ meta, long long n, int mode, int op,
-                     int* __restrict__ scratch, unsigned long long* __restrict__ err) {
+                     int* __restrict__ scratch, long long* __restrict__ err, long long site) {
     const int nd = (int)meta[0], dim = (int)meta[1];
     const long long size = meta[2], flags = meta[3];
     const long long* shape = meta + 4;
@@ -225,10 +274,11 @@ __device__ void walk(T* __restrict__ self, const void* __restrict__ index, int i
                 slot += c * cst[d];
             }
         }
-        long long j = load_index(index, ioff, isz);
-        if (wrap && j < 0) j += size;
+        const long long given = load_index(index, ioff, isz);
+        const long long j = wrap && given < 0 ? given + size : given;
         if (j < 0 || j >= size) {
-            report(err, pos);
+            // claim/count passes see every index first; later passes need not report again
+            if (mode != GT_MODE_WRITE) gt_report_error(err, site, given, size, dim);
             continue;
         }
         toff += j * tst[dim];
@@ -245,7 +295,7 @@ __device__ void walk(T* __restrict__ self, const void* __restrict__ index, int i
         T v = src != nullptr ? src[soff] : scalar;
         if (use_alpha) v = gt::store<T>(gt::load<A>(v) * alpha);
         if (mode == GT_MODE_WRITE) self[toff] = v;
-        else atomic_apply<T>(self + toff, v, op);
+        else atomic_apply<T>(self + toff, v, op, scratch != nullptr ? scratch + slot : nullptr);
     }
 }
 
@@ -266,7 +316,9 @@ __device__ void mean_finish(T* __restrict__ self, const int* __restrict__ counts
             rem /= shape[d];
         }
         const long long total = (long long)c + include_self;
-        if constexpr (gt::is_float<typename acc<T>::type>::value) {
+        if constexpr (gt::is_complex<T>::value) {
+            self[off] = self[off] / (double)total;
+        } else if constexpr (gt::is_float<typename acc<T>::type>::value) {
             self[off] = gt::store<T>(gt::load<double>(self[off]) / (double)total);
         } else {
             const long long x = gt::load<long long>(self[off]);
@@ -281,7 +333,7 @@ __device__ void mean_finish(T* __restrict__ self, const int* __restrict__ counts
 // meta: [ndr, K, nb,
 //        per result dim (ndr): size, base_stride, value_stride, bdim (-1: a sliced dim),
 //        per broadcast index dim (nb): size,
-//        per index tensor (K): dim_size, base_stride, itemsize, slot_stride, istride[nb]]
+//        per index tensor (K): dim_size, base_stride, itemsize, slot_stride, dim, istride[nb]]
 // The result (and value) shape is NumPy's: the broadcast index dims take the place of the
 // indexed dims. `iptrs` holds the index tensors (kernel parameters: the emulator cannot follow
 // device addresses stored in device memory). Keys are positions in the broadcast index shape;
@@ -291,12 +343,13 @@ template <class T, class A>
 __device__ void index_put(T* __restrict__ base, const T* __restrict__ value_ptr, A value,
                           const long long* __restrict__ meta,
                           const void* const* __restrict__ iptrs, long long n, int mode,
-                          int* __restrict__ scratch, unsigned long long* __restrict__ err) {
+                          int* __restrict__ scratch, long long* __restrict__ err,
+                          long long site) {
     const int ndr = (int)meta[0], K = (int)meta[1], nb = (int)meta[2];
     const long long* rdims = meta + 3;
     const long long* bsize = rdims + 4 * ndr;
     const long long* adv = bsize + nb;
-    const int adv_len = 4 + nb;
+    const int adv_len = 5 + nb;
     const T scalar = gt::store<T>(value);
     for (GT_GRID_STRIDE(pos, n)) {
         long long bcoord[GT_SC_MAX_DIMS];
@@ -325,11 +378,11 @@ __device__ void index_put(T* __restrict__ base, const T* __restrict__ value_ptr,
         for (int k = 0; k < K; ++k) {
             const long long* a = adv + k * adv_len;
             long long ioff = 0;
-            for (int b = 0; b < nb; ++b) ioff += bcoord[b] * a[4 + b];
-            long long j = load_index(iptrs[k], ioff, (int)a[2]);
-            if (j < 0) j += a[0];
+            for (int b = 0; b < nb; ++b) ioff += bcoord[b] * a[5 + b];
+            const long long given = load_index(iptrs[k], ioff, (int)a[2]);
+            const long long j = given < 0 ? given + a[0] : given;
             if (j < 0 || j >= a[0]) {
-                if (mode != GT_MODE_WRITE) report(err, bpos * K + k);
+                if (mode != GT_MODE_WRITE) gt_report_error(err, site, given, a[0], a[4]);
                 bad = true;
                 break;
             }
@@ -344,7 +397,7 @@ __device__ void index_put(T* __restrict__ base, const T* __restrict__ value_ptr,
         if (mode == GT_MODE_WRITE && scratch[slot] != (int)bpos) continue;
         const T v = value_ptr != nullptr ? value_ptr[voff] : scalar;
         if (mode == GT_MODE_WRITE || mode == GT_MODE_STORE) base[boff] = v;
-        else atomic_apply<T>(base + boff, v, GT_OP_SUM);
+        else atomic_apply<T>(base + boff, v, GT_OP_SUM, nullptr);
     }
 }
 
@@ -454,7 +507,7 @@ __device__ void masked_scatter(T* __restrict__ self, const bool* __restrict__ ma
                                const T* __restrict__ src, const long long* __restrict__ meta,
                                const long long* __restrict__ smeta, long long n, long long chunk,
                                const long long* __restrict__ offsets, long long src_n,
-                               unsigned long long* __restrict__ err) {
+                               long long* __restrict__ err, long long site) {
     const long long start = (long long)blockIdx.x * chunk;
     const long long end = start + chunk < n ? start + chunk : n;
     long long carry = offsets[blockIdx.x];
@@ -473,7 +526,7 @@ __device__ void masked_scatter(T* __restrict__ self, const bool* __restrict__ ma
         const long long rank = carry + block_exclusive_scan(flag ? 1 : 0, &total);
         if (flag) {
             if (rank >= src_n) {
-                report(err, i);
+                gt_report_error(err, site, rank, src_n, 0);
             } else {
                 long long rem = rank, off = 0;
                 for (int d = snd - 1; d >= 0; --d) {

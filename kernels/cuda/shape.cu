@@ -8,9 +8,10 @@
 // over the output's elements in C order.
 //
 // Index kernels check every index against its dimension before using it: a bad one is never
-// dereferenced; the smallest failing position is recorded with atomicMin in a device error
-// word (initialised to INT64_MAX) that the launcher reads back and turns into an IndexError.
+// dereferenced; it goes to the device's error record (errors.cuh: the first error wins) with
+// its bound and dim, which kernels/cuda/errors.py turns into the op's IndexError.
 #include "common.cuh"
+#include "errors.cuh"
 
 #define GT_NO_ERROR 0x7fffffffffffffffLL
 
@@ -95,19 +96,19 @@ __device__ void gt_tri(U* out, const U* x, long long n, long long k, int upper,
 // with `wrap`). One kernel serves gather, index_select, take and advanced indexing: they differ
 // only in the strides. All K index tensors live in one buffer (`idx`, element offsets ioff_k).
 // meta: nd, out offset, x offset, K, wrap, shape[nd], out strides[nd], x strides[nd], then
-// per index tensor: ioff, size, bs, is[nd]. A bad index at output position i, tensor k records
-// i * K + k (the smallest wins) in *err and its element is skipped.
+// per index tensor: ioff, size, bs, dim, is[nd]. A bad index is reported to the error record
+// `err` as error site `site` (value, size, dim) and its element is skipped.
 template <class U, class I>
 __device__ void gt_index_gather(U* __restrict__ out, const U* __restrict__ x,
                                 const I* __restrict__ idx, long long n, long long* err,
-                                const long long* __restrict__ meta) {
+                                long long site, const long long* __restrict__ meta) {
     const int nd = (int)meta[0];
     const int K = (int)meta[3];
     const bool wrap = meta[4] != 0;
     const long long* shape = meta + 5;
     const long long* ost = shape + nd;
     const long long* xst = ost + nd;
-    const long long* per = xst + nd;  // K records of (3 + nd) values
+    const long long* per = xst + nd;  // K records of (4 + nd) values
     for (GT_GRID_STRIDE(i, n)) {
         long long o = meta[1], xo = meta[2];
         long long rest = i;
@@ -119,17 +120,17 @@ __device__ void gt_index_gather(U* __restrict__ out, const U* __restrict__ x,
         }
         bool ok = true;
         for (int k = 0; k < K; ++k) {
-            const long long* r = per + k * (3 + nd);
+            const long long* r = per + k * (4 + nd);
             long long io = r[0];
             rest = i;
             for (int d = nd - 1; d >= 0; --d) {
-                io += (rest % shape[d]) * r[3 + d];
+                io += (rest % shape[d]) * r[4 + d];
                 rest /= shape[d];
             }
-            long long v = (long long)idx[io];
-            if (wrap && v < 0) v += r[1];
+            const long long given = (long long)idx[io];
+            const long long v = wrap && given < 0 ? given + r[1] : given;
             if (v < 0 || v >= r[1]) {
-                atomicMin(err, i * K + k);
+                gt_report_error(err, site, given, r[1], r[3]);
                 ok = false;
                 break;
             }

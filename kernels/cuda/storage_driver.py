@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import cast as _cast
+from . import device as _device
 from .runtime import DevicePtr
 
 
@@ -73,6 +74,8 @@ class RuntimeStorageDriver:
         return int(buf.ptr)
 
     def to_host(self, buf: DeviceBuffer, byte_offset: int, nbytes: int) -> np.ndarray:
+        if _device.host_read_hook is not None:  # a synchronising point (kernels/cuda/errors.py)
+            _device.host_read_hook()
         self._check_range(buf, byte_offset, nbytes, "read")
         out = np.empty(nbytes, np.uint8)
         if nbytes:

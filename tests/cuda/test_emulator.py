@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -297,6 +300,51 @@ def test_stack_overflow_is_an_error(misc):
         misc.launch("recurse", 1, 4, [64, out])
     misc.launch("recurse", 1, 4, [64, out], stack_size=1 << 20)
     assert out.tolist() == [64] * 4
+
+
+def test_stack_overflow_on_a_fresh_thread(misc):
+    """A thread's first launch gets a signal stack too (only the main thread has Python's)."""
+    out = np.zeros(4, np.int32)
+    exc = _run_with_timeout(lambda: misc.launch("recurse", 1, 4, [64, out]))
+    assert isinstance(exc, KernelError) and "stack overflow" in str(exc)
+    misc.launch("recurse", 1, 4, [3, out])  # and the calling thread still works
+    assert out.tolist() == [3] * 4
+
+
+_SEGV_SCRIPT = """
+import ctypes, faulthandler, signal, sys
+import numpy as np
+from gputensor.kernels.cuda.emulator import KernelError, compile_source
+faulthandler.enable()
+mod = compile_source(open(sys.argv[1]).read(), "misc")
+out = np.zeros(4, np.int32)
+try:
+    mod.launch("recurse", 1, 4, [64, out])
+except KernelError:
+    print("overflow reported", flush=True)
+# Another handler replaces ours between launches: the next launch re-installs it.
+signal.signal(signal.SIGSEGV, signal.SIG_DFL)
+faulthandler.enable()
+try:
+    mod.launch("recurse", 1, 4, [64, out])
+except KernelError:
+    print("overflow reported again", flush=True)
+ctypes.string_at(0)  # a fault that is not a fiber overflow reaches faulthandler
+"""
+
+
+def test_foreign_segfault_reaches_the_previous_handler(tmp_path):
+    """The overflow handler stays installed between launches, but a fault outside the fiber
+    stacks' guard pages still goes to the handler that was there before (here faulthandler,
+    which prints the Python traceback), and a replaced handler is re-installed on launch."""
+    script = tmp_path / "segv.py"
+    script.write_text(_SEGV_SCRIPT)
+    res = subprocess.run([sys.executable, str(script), str(KERNELS / "misc.cu")],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert res.stdout.splitlines() == ["overflow reported", "overflow reported again"]
+    assert res.returncode != 0
+    assert "Fatal Python error: Segmentation fault" in res.stderr
+    assert "string_at" in res.stderr
 
 
 # ---- argument checking ---------------------------------------------------------------------

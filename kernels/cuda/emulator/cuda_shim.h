@@ -62,13 +62,36 @@ unsigned long long warp_exchange(unsigned mask, unsigned long long value, int sr
 [[noreturn]] void trap(const char* what, const char* file, int line);
 unsigned lane_id();
 
-template <class... A, std::size_t... I>
-inline void invoke_impl(void (*f)(A...), void** a, std::index_sequence<I...>) {
-    f(*static_cast<std::remove_cv_t<std::remove_reference_t<A>>*>(a[I])...);
+// What launch.py packs in front of a launch's arguments (struct format "<6I2I2Q", 48 bytes);
+// one 8-byte little-endian slot per kernel argument follows it.
+struct LaunchHeader {
+    unsigned grid[3], block[3];
+    unsigned flags, nargs;
+    unsigned long long shared_bytes, stack_bytes;
+};
+static_assert(sizeof(LaunchHeader) == 48, "launch.py packs a 48-byte header");
+
+// One argument from its slot: scalars sit in the slot's low bytes (little-endian hosts: x86-64,
+// AArch64), 16-bit floats as their bit pattern, pointers as the host address. launch.py refuses
+// parameter types it cannot pack, so the trap only guards a kernel nobody can launch.
+template <class T>
+inline T arg_from_slot(const unsigned char* slot) {
+    if constexpr (sizeof(T) <= 8 && std::is_trivially_copyable_v<T> &&
+                  std::is_default_constructible_v<T>) {
+        T v;
+        std::memcpy(&v, slot, sizeof(T));
+        return v;
+    } else {
+        trap("kernel parameter type does not fit an 8-byte launch slot", __FILE__, __LINE__);
+    }
 }
-// Calls a kernel with arguments unpacked from an array of pointers (built by launch.py).
+template <class... A, std::size_t... I>
+inline void invoke_impl(void (*f)(A...), const unsigned char* a, std::index_sequence<I...>) {
+    f(arg_from_slot<std::remove_cv_t<std::remove_reference_t<A>>>(a + 8 * I)...);
+}
+// Calls a kernel with its arguments unpacked from consecutive 8-byte slots (packed by launch.py).
 template <class... A>
-inline void invoke(void (*f)(A...), void** a) {
+inline void invoke(void (*f)(A...), const unsigned char* a) {
     invoke_impl(f, a, std::index_sequence_for<A...>{});
 }
 }  // namespace gt_emu

@@ -2,14 +2,18 @@
 
 ``module.launch(kernel, grid, block, args, shared_bytes=0)`` checks every argument against the
 kernel's parameter list *before* running anything: NumPy arrays for pointers (dtype, contiguity
-and writability checked), Python / NumPy scalars for scalars (range checked). Launches are
-serialised with a lock: the runtime drives all of a launch's fibers on the calling thread.
+and writability checked), Python / NumPy scalars for scalars (range checked). Each kernel's
+:class:`Kernel` handle prepares that checking once, when the module loads (a struct format from
+the parameter types), so a launch costs a few microseconds of Python; the emulator driver
+launches through the handles with device pointers already translated. Launches are serialised
+with a lock: the runtime drives all of a launch's fibers on the calling thread.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
+import struct
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -69,21 +73,14 @@ _POINTEES.update({"float2": _dt("float32"), "float3": _dt("float32"), "float4": 
                   # kernels/cuda/complex.cuh's value type: interleaved (re, im) like NumPy's
                   "gt::complex<float>": _dt("complex64"), "gt::complex<double>": _dt("complex128")})
 
-_CTYPES = {
-    "int8": ctypes.c_int8, "uint8": ctypes.c_uint8, "int16": ctypes.c_int16,
-    "uint16": ctypes.c_uint16, "int32": ctypes.c_int32, "uint32": ctypes.c_uint32,
-    "int64": ctypes.c_int64, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
-    "float64": ctypes.c_double, "bool": ctypes.c_bool,
-}
-
-_LAUNCH_ARGTYPES = [ctypes.POINTER(ctypes.c_uint), ctypes.c_size_t, ctypes.c_int, ctypes.c_size_t,
-                    ctypes.POINTER(ctypes.c_void_p), ctypes.c_char_p, ctypes.c_size_t]
-
 _launch_lock = threading.Lock()
 
 
 def _dims(value: int | Sequence[int], what: str, kernel: str, limits: tuple[int, ...]) -> tuple:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    try:
+        dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    except TypeError:  # not a number and not iterable
+        dims = (value,)
     if not 1 <= len(dims) <= 3 or not all(isinstance(d, (int, np.integer)) for d in dims):
         raise ValueError(f"kernel '{kernel}': {what} must be an int or 1-3 ints, got {value!r}")
     dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
@@ -127,15 +124,146 @@ def scalar_value(kernel: str, p: Param, value: Any) -> np.generic:
     return narrowed[()]
 
 
-def _scalar(kernel: str, p: Param, value: Any) -> ctypes._SimpleCData:
-    v = scalar_value(kernel, p, value)
-    return (ctypes.c_uint16 if v.dtype == np.uint16 else _CTYPES[v.dtype.name])(v.item())
+# ---- packing a launch ------------------------------------------------------------------------
+# A launch is ONE bytes object handed to the module's generated launcher: a header (grid, block,
+# flags, argument count, shared bytes, stack bytes: cuda_shim.h's LaunchHeader) and one 8-byte
+# little-endian slot per argument, which the C side unpacks with memcpy. Each kernel's struct
+# format is built once from its parameter list, so a launch is a type check and one
+# ``Struct.pack`` call; anything the fast path does not take (an unusual type, a value out of
+# range) goes through ``scalar_value``, which either converts it or raises the precise error.
+_HEADER = "<6I2I2Q"
+_SLOT = {"int8": "b7x", "uint8": "B7x", "int16": "h6x", "uint16": "H6x", "int32": "i4x",
+         "uint32": "I4x", "int64": "q", "uint64": "Q", "float32": "f4x", "float64": "d",
+         "bool": "?7x"}
+_HALF_SLOT = "e6x"    # struct rounds a number to IEEE binary16 (OverflowError past its range)
+_BITS16_SLOT = "H6x"  # a 16-bit float's bit pattern (what scalar_value returns for them)
+
+_NP_INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
+_NP_FLOATS = (np.float16, np.float32, np.float64)
+# Argument types for which struct packs every value exactly as scalar_value converts it, or
+# raises (an out-of-range integer, a float overflowing float32 / float16), sending the launch
+# down the checked path for the error. bool is an int to scalar_value, but not a real number.
+_FAST_INT = frozenset((int, bool, *_NP_INTS))
+_FAST_REAL = frozenset((float, int, *_NP_FLOATS, *_NP_INTS))
+_FAST_BOOL = frozenset((bool, np.bool_))
+_FAST_POINTER = frozenset((int,))
+_NONE: frozenset = frozenset()
 
 
-def _pointer(kernel: str, p: Param, value: Any) -> ctypes.c_void_p:
-    where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
+def _fast_types(p: Param) -> frozenset:
+    if p.pointer:
+        return _FAST_POINTER
+    dtype = _SCALARS.get(p.base)
+    if dtype is None or dtype == _BF16:
+        return _NONE  # always checked by scalar_value (which converts or explains)
+    if dtype == np.bool_:
+        return _FAST_BOOL
+    return _FAST_INT if dtype.kind in "iu" else _FAST_REAL
+
+
+def _slot(p: Param, exact: bool) -> str:
+    if p.pointer:
+        return "Q"
+    dtype = _SCALARS.get(p.base)
+    if dtype is None:
+        return "Q"  # never packed: scalar_value refuses the type first
+    if dtype.itemsize == 2 and dtype.kind != "i" and dtype.kind != "u":  # __half, bfloat16
+        return _BITS16_SLOT if exact or dtype == _BF16 else _HALF_SLOT
+    return _SLOT[dtype.name]
+
+
+def _grid_dims(value: Any, kernel: str) -> tuple[int, ...]:
+    if type(value) is int and 1 <= value <= _MAX_GRID[0]:
+        return (value, 1, 1)
+    return _dims(value, "grid", kernel, _MAX_GRID)
+
+
+def _block_dims(value: Any, kernel: str) -> tuple[int, ...]:
+    if type(value) is int and 1 <= value <= MAX_THREADS_PER_BLOCK:
+        return (value, 1, 1)
+    b = _dims(value, "block", kernel, _MAX_BLOCK)
+    if b[0] * b[1] * b[2] > MAX_THREADS_PER_BLOCK:
+        raise ValueError(f"kernel '{kernel}': block {b} has {b[0] * b[1] * b[2]} threads; "
+                         f"the limit is {MAX_THREADS_PER_BLOCK}")
+    return b
+
+
+class Kernel:
+    """One kernel of a loaded module, its argument packing prepared once.
+
+    ``run(grid, block, shared_bytes, values)`` launches it: pointer parameters take host
+    addresses as ints (0 for null; the caller vouches for them: :meth:`Module.launch` checks
+    NumPy arrays, the emulator driver checks device pointers against its allocations), scalar
+    parameters take Python / NumPy numbers, converted and range-checked to the declared type.
+    """
+
+    __slots__ = ("name", "module", "params", "nargs", "pointer_indices", "_fn", "_error",
+                 "_fast", "_exact", "_types", "_scalars")
+
+    def __init__(self, module: Module, name: str, params: tuple[Param, ...], fn: Any,
+                 last_error: Any) -> None:
+        self.name = name
+        self.module = module
+        self.params = params
+        self.nargs = len(params)
+        self._fn = fn
+        self._error = last_error
+        self._fast = struct.Struct(_HEADER + "".join(_slot(p, False) for p in params))
+        self._exact = struct.Struct(_HEADER + "".join(_slot(p, True) for p in params))
+        self._types = tuple(_fast_types(p) for p in params)
+        self._scalars = tuple(i for i, p in enumerate(params) if not p.pointer)
+        self.pointer_indices = tuple(i for i, p in enumerate(params) if p.pointer)
+
+    def __repr__(self) -> str:
+        return f"<emulated CUDA kernel '{self.name}' of module '{self.module.name}'>"
+
+    def arity_error(self, got: int) -> TypeError:
+        return TypeError(f"kernel '{self.name}' takes {self.nargs} arguments "
+                         f"({', '.join(p.ctype + ' ' + p.name for p in self.params)}), "
+                         f"got {got}")
+
+    def pack(self, grid: Any, block: Any, shared_bytes: Any, values: Sequence[Any],
+             flags: int = 0, stack_size: int = DEFAULT_STACK_SIZE) -> bytes:
+        """The launch blob: header and argument slots (raises for a bad configuration or
+        argument, naming the kernel and parameter)."""
+        if len(values) != self.nargs:
+            raise self.arity_error(len(values))
+        g = _grid_dims(grid, self.name)
+        b = _block_dims(block, self.name)
+        if type(shared_bytes) is not int:
+            if not isinstance(shared_bytes, (int, np.integer)):
+                raise ValueError(f"kernel '{self.name}': shared_bytes must be a non-negative "
+                                 f"int, got {shared_bytes!r}")
+            shared_bytes = int(shared_bytes)
+        if shared_bytes < 0:
+            raise ValueError(f"kernel '{self.name}': shared_bytes must be a non-negative int, "
+                             f"got {shared_bytes}")
+        if all(map(frozenset.__contains__, self._types, map(type, values))):
+            try:
+                return self._fast.pack(*g, *b, flags, self.nargs, shared_bytes, stack_size,
+                                       *values)
+            except (struct.error, OverflowError):
+                pass  # out of range: scalar_value says which argument and why
+        vals = list(values)
+        for i in self._scalars:
+            vals[i] = scalar_value(self.name, self.params[i], vals[i])
+        return self._exact.pack(*g, *b, flags, self.nargs, shared_bytes, stack_size, *vals)
+
+    def run(self, grid: Any, block: Any, shared_bytes: Any, values: Sequence[Any],
+            flags: int = 0, stack_size: int = DEFAULT_STACK_SIZE) -> None:
+        """Pack and launch; a failure inside the kernel raises :class:`KernelError`."""
+        blob = self.pack(grid, block, shared_bytes, values, flags, stack_size)
+        with _launch_lock:
+            if self._fn(blob):
+                raise KernelError(f"kernel '{self.name}' (module '{self.module.name}'): "
+                                  f"{self._error().decode(errors='replace')}")
+
+
+def _address(kernel: str, p: Param, value: Any) -> int:
+    """A NumPy array argument's data address, after checking it suits parameter ``p``."""
     if value is None:
-        return ctypes.c_void_p(None)
+        return 0
+    where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where}: expected a NumPy array, got {type(value).__name__}")
     expected = _POINTEES.get(p.base)
@@ -146,7 +274,7 @@ def _pointer(kernel: str, p: Param, value: Any) -> ctypes.c_void_p:
                          f"strides {value.strides})")
     if not p.const and not value.flags.writeable:
         raise ValueError(f"{where}: the kernel may write through it but the array is read-only")
-    return ctypes.c_void_p(value.ctypes.data)
+    return value.__array_interface__["data"][0]
 
 
 class Module:
@@ -156,67 +284,59 @@ class Module:
         self.name = built.name
         self.path = built.path
         self.kernels: dict[str, tuple[Param, ...]] = dict(built.kernels)
-        _load_runtime(built.runtime)
+        last_error = _load_runtime(built.runtime).gt_emu_last_error
         self._lib = ctypes.CDLL(str(built.path))
-        self._fns = {}
-        for k in self.kernels:
+        self._handles: dict[str, Kernel] = {}
+        for k, params in self.kernels.items():
             fn = getattr(self._lib, f"gt_emu_launch__{k}")
-            fn.argtypes = _LAUNCH_ARGTYPES
+            fn.argtypes = (ctypes.c_char_p,)
             fn.restype = ctypes.c_int
-            self._fns[k] = fn
+            self._handles[k] = Kernel(self, k, params, fn, last_error)
 
     def __repr__(self) -> str:
         return f"<emulated CUDA module '{self.name}': {', '.join(self.kernels)}>"
+
+    def kernel(self, name: str) -> Kernel:
+        """The launch handle of kernel ``name``."""
+        k = self._handles.get(name)
+        if k is None:
+            raise KeyError(f"module '{self.name}' has no kernel '{name}' "
+                           f"(kernels: {', '.join(self.kernels)})")
+        return k
 
     def launch(self, kernel: str, grid: int | Sequence[int], block: int | Sequence[int],
                args: Sequence[Any], shared_bytes: int = 0, *, reverse_threads: bool = False,
                stack_size: int = DEFAULT_STACK_SIZE) -> None:
         """Run ``kernel<<<grid, block, shared_bytes>>>(*args)`` on the CPU.
 
+        Pointer parameters take C-contiguous NumPy arrays of the pointee type, or None.
         ``reverse_threads`` runs each block's threads in reverse order (between barriers), which
         exposes reads of shared memory that a missing ``__syncthreads`` leaves unordered.
         ``stack_size`` is each CUDA thread's stack in bytes; overflowing it raises KernelError.
         """
-        if kernel not in self.kernels:
-            raise KeyError(f"module '{self.name}' has no kernel '{kernel}' "
-                           f"(kernels: {', '.join(self.kernels)})")
-        params = self.kernels[kernel]
-        if len(args) != len(params):
-            raise TypeError(f"kernel '{kernel}' takes {len(params)} arguments "
-                            f"({', '.join(p.ctype + ' ' + p.name for p in params)}), "
-                            f"got {len(args)}")
-        g = _dims(grid, "grid", kernel, _MAX_GRID)
-        b = _dims(block, "block", kernel, _MAX_BLOCK)
-        if b[0] * b[1] * b[2] > MAX_THREADS_PER_BLOCK:
-            raise ValueError(f"kernel '{kernel}': block {b} has {b[0] * b[1] * b[2]} threads; "
-                             f"the limit is {MAX_THREADS_PER_BLOCK}")
-        if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
-            raise ValueError(f"kernel '{kernel}': shared_bytes must be a non-negative int")
+        k = self.kernel(kernel)
+        if len(args) != k.nargs:
+            raise k.arity_error(len(args))
         if stack_size < 16 * 1024:
             raise ValueError(f"kernel '{kernel}': stack_size must be at least 16 KiB")
-        values = [_pointer(kernel, p, a) if p.pointer else _scalar(kernel, p, a)
-                  for p, a in zip(params, args, strict=True)]
-        argv = (ctypes.c_void_p * max(len(values), 1))(
-            *[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p) for v in values])
-        dims = (ctypes.c_uint * 6)(*g, *b)
-        err = ctypes.create_string_buffer(2048)
-        flags = _REVERSE if reverse_threads else 0
-        with _launch_lock:
-            rc = self._fns[kernel](dims, int(shared_bytes), flags, int(stack_size), argv, err,
-                                   len(err))
-        if rc != 0:
-            raise KernelError(f"kernel '{kernel}' (module '{self.name}'): "
-                              f"{err.value.decode(errors='replace')}")
+        values = [_address(kernel, p, a) if p.pointer else a
+                  for p, a in zip(k.params, args, strict=True)]
+        k.run(grid, block, shared_bytes, values, _REVERSE if reverse_threads else 0,
+              int(stack_size))
 
 
 _runtimes: dict[str, ctypes.CDLL] = {}
 
 
-def _load_runtime(path: Any) -> None:
+def _load_runtime(path: Any) -> ctypes.CDLL:
     """Load the shared fiber runtime once, globally, so modules bind to this one copy."""
     key = str(path)
-    if key not in _runtimes:
-        _runtimes[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
+    lib = _runtimes.get(key)
+    if lib is None:
+        lib = _runtimes[key] = ctypes.CDLL(key, mode=ctypes.RTLD_GLOBAL)
+        lib.gt_emu_last_error.argtypes = ()
+        lib.gt_emu_last_error.restype = ctypes.c_char_p
+    return lib
 
 
 _modules: dict[str, Module] = {}

@@ -12,7 +12,7 @@
 // a divergence / deadlock, reported as an error. Errors (assert, __trap, deadlock, stack
 // overflow) abandon the launch and come back to Python as a message; the process is never
 // aborted. A stray memory access outside the guard pages is still a real SIGSEGV (it goes to
-// the handler that was installed before the launch).
+// the handler that was installed before the emulator's).
 #include "cuda_shim.h"
 // The shim's CUDA qualifier macros are for kernel code: newer libstdc++ headers write
 // __attribute__((__noinline__)), which the macro would break.
@@ -86,8 +86,9 @@ int g_reverse = 0;
 Ctx g_sched;
 std::vector<Warp> g_warps;
 int g_nthreads = 0;
-void (*g_kernel)(void*) = nullptr;
-void* g_kernel_args = nullptr;
+int g_done = 0;  // fibers of the current block that finished (a pass can end the block)
+void (*g_kernel)(const unsigned char*) = nullptr;  // the module's thunk for the kernel
+const unsigned char* g_kernel_args = nullptr;       // its 8-byte argument slots
 bool g_failed = false;
 std::string g_error;
 std::mutex g_launch_mutex;
@@ -99,7 +100,8 @@ int g_pool_slots = 0;
 size_t g_page = 4096;
 
 bool ensure_pool(int nthreads, size_t stack_bytes) {
-    g_page = (size_t)sysconf(_SC_PAGESIZE);
+    static const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    g_page = page;
     stack_bytes = (stack_bytes + g_page - 1) / g_page * g_page;
     if (g_pool && nthreads <= g_pool_slots && stack_bytes == g_stack_bytes) return true;
     if (g_pool) munmap(g_pool, g_pool_bytes);
@@ -276,6 +278,7 @@ extern "C" __attribute__((visibility("hidden"))) void gt_emu_fiber_main() {
         }
         Fiber* f = cur();
         f->state = DONE;
+        ++g_done;
         Fiber* n = g_failed ? nullptr : next_runnable();
         if (n && n->slot < 0) {  // fresh: run it right here, on this stack
             n->slot = f->slot;
@@ -299,34 +302,92 @@ namespace gt_emu {
 namespace {
 
 // ---- stack-overflow detection: SIGSEGV on a guard page, handled on an alternate stack ------
+// The handler stays installed between launches (installing it and an alternate stack cost four
+// syscalls per launch): each launch only checks, with one query, that nobody replaced it. The
+// handler that was there before our FIRST install is what a foreign fault is handed back to;
+// it is never updated afterwards, so two runtime libraries in one process (each chaining to
+// the one installed before it) can never form a cycle. A library destructor puts it back.
 sigjmp_buf g_overflow_jmp;
 struct sigaction g_old_segv;
-stack_t g_old_altstack;
-char g_altstack[64 * 1024];
+bool g_have_old_segv = false;
 
 void segv_handler(int sig, siginfo_t* info, void* uctx) {
     if (in_guard_page(info->si_addr)) siglongjmp(g_overflow_jmp, 1);
-    // Not ours: restore the previous handler and let the fault happen again under it.
+    // Not ours: restore the previous handler and let the fault happen again under it (the
+    // next launch re-installs ours).
     sigaction(SIGSEGV, &g_old_segv, nullptr);
     (void)sig;
     (void)uctx;
 }
 
-void install_segv() {
-    stack_t ss{};
-    ss.ss_sp = g_altstack;
-    ss.ss_size = sizeof g_altstack;
-    sigaltstack(&ss, &g_old_altstack);
+void ensure_segv_handler() {
+    struct sigaction cur {};
+    sigaction(SIGSEGV, nullptr, &cur);
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == &segv_handler) return;
     struct sigaction sa {};
     sa.sa_sigaction = segv_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    // SA_NODEFER: SIGSEGV stays unblocked in the handler, so jumping out of it needs no saved
+    // signal mask (sigsetjmp(.., 0): no sigprocmask syscall per launch).
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &g_old_segv);
+    if (!g_have_old_segv) {
+        g_old_segv = cur;
+        g_have_old_segv = true;
+    }
+    sigaction(SIGSEGV, &sa, nullptr);
 }
 
-void uninstall_segv() {
-    sigaction(SIGSEGV, &g_old_segv, nullptr);
-    sigaltstack(&g_old_altstack, nullptr);
+// The guard-page fault happens on the overflowing fiber stack, so the handler must run on an
+// alternate signal stack, which is per OS thread. A thread that already has one big enough
+// (Python's faulthandler installs one) keeps it; otherwise it gets its own, once. The check
+// result is cached per thread; the buffer is freed when the thread exits.
+constexpr size_t kAltStackBytes = 64 * 1024;
+constexpr size_t kMinAltStackBytes = 16 * 1024;  // the handler needs a few hundred bytes
+
+struct AltStack {
+    bool checked = false;
+    void* mem = nullptr;
+    ~AltStack() {
+        if (!mem) return;
+        stack_t cur{};
+        if (sigaltstack(nullptr, &cur) == 0 && cur.ss_sp == mem) {
+            stack_t off{};
+            off.ss_flags = SS_DISABLE;
+            sigaltstack(&off, nullptr);
+        }
+        std::free(mem);
+    }
+};
+thread_local AltStack t_altstack;
+
+bool ensure_altstack() {
+    if (t_altstack.checked) return true;
+    stack_t cur{};
+    if (sigaltstack(nullptr, &cur) == 0 && !(cur.ss_flags & SS_DISABLE) &&
+        cur.ss_size >= kMinAltStackBytes) {
+        t_altstack.checked = true;
+        return true;
+    }
+    void* mem = std::malloc(kAltStackBytes);
+    if (!mem) return false;
+    stack_t ss{};
+    ss.ss_sp = mem;
+    ss.ss_size = kAltStackBytes;
+    if (sigaltstack(&ss, nullptr) != 0) {
+        std::free(mem);
+        return false;
+    }
+    t_altstack.mem = mem;
+    t_altstack.checked = true;
+    return true;
+}
+
+// Unload (process exit, or a dlclose): hand SIGSEGV back to whoever had it before us.
+__attribute__((destructor)) void restore_segv_handler() {
+    struct sigaction cur {};
+    sigaction(SIGSEGV, nullptr, &cur);
+    if (g_have_old_segv && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == &segv_handler)
+        sigaction(SIGSEGV, &g_old_segv, nullptr);
 }
 
 // After a failure the launch is abandoned: the failing fiber goes straight to the scheduler.
@@ -411,6 +472,7 @@ static bool run_block() {
     g_free_slots.clear();
     for (int i = n - 1; i >= 0; --i) g_free_slots.push_back(i);
     g_pending_free = -1;
+    g_done = 0;
     for (int i = 0; i < n; ++i) {
         g_fibers[i].state = RUNNABLE;
         g_fibers[i].slot = -1;
@@ -425,6 +487,7 @@ static bool run_block() {
             jump(&g_sched, &f->ctx);
             if (g_failed) return false;
         }
+        if (g_done == n) return true;  // every thread finished: no state scan needed
         int live = 0, at_bar = 0, runnable = 0;
         const Fiber* first = nullptr;
         bool same_site = true;
@@ -489,54 +552,92 @@ extern "C" __attribute__((visibility("default"), noreturn)) void gt_emu_assert_f
     trap(what, file, (int)line);
 }
 
-// Runs a whole grid. dims = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
-// [shared_begin, shared_end) is the calling module's static __shared__ section.
-// Returns 0 on success, 1 with a message in err on failure.
-extern "C" __attribute__((visibility("default"))) int gt_emu_launch(
-    const unsigned* dims, size_t shared_bytes, int flags, size_t stack_bytes,
-    void (*kernel)(void*), void* args, char* err, size_t errlen, unsigned char* shared_begin,
-    unsigned char* shared_end) {
-    using namespace gt_emu;
-    std::lock_guard<std::mutex> lock(g_launch_mutex);
-    const int n = (int)(dims[3] * dims[4] * dims[5]);
-    auto report = [&](const std::string& msg) {
-        snprintf(err, errlen, "%s", msg.c_str());
-        return 1;
-    };
-    if (n <= 0 || n > kMaxThreads) return report("block has an invalid number of threads");
-    if (!ensure_pool(n, stack_bytes)) return report("could not allocate fiber stacks");
-    g_nthreads = n;
+// The last launch's error message (valid until the next launch; launches are serialised).
+extern "C" __attribute__((visibility("default"))) const char* gt_emu_last_error() {
+    return gt_emu::g_error.c_str();
+}
+
+namespace gt_emu {
+namespace {
+
+// Per-launch state kept between launches, so a launch allocates nothing once warm: the fiber
+// and warp tables are rebuilt only when the block shape changes (run_block resets the
+// per-block state), the dynamic shared buffer only grows.
+unsigned g_table_dims[3] = {0, 0, 0};
+std::vector<unsigned char> g_dyn_buf;
+
+void setup_block_tables(const unsigned* bd, int n) {
+    if (bd[0] == g_table_dims[0] && bd[1] == g_table_dims[1] && bd[2] == g_table_dims[2]) return;
     g_fibers.assign((size_t)n, Fiber{});
     g_warps.assign((size_t)(n + 31) / 32, Warp{});
     for (int i = 0; i < n; ++i) {
         Fiber& f = g_fibers[i];
-        f.coords.tid = uint3{(unsigned)i % dims[3], ((unsigned)i / dims[3]) % dims[4],
-                             (unsigned)i / (dims[3] * dims[4])};
+        f.coords.tid = uint3{(unsigned)i % bd[0], ((unsigned)i / bd[0]) % bd[1],
+                             (unsigned)i / (bd[0] * bd[1])};
         f.lane = (unsigned)i % 32;
         f.warp = (unsigned)i / 32;
         g_warps[f.warp].exists |= 1u << f.lane;
     }
-    std::vector<unsigned char> dyn(shared_bytes + 16);
-    g_dyn_shared = dyn.data() + (16 - (reinterpret_cast<uintptr_t>(dyn.data()) & 15)) % 16;
-    g_grid_dim = dim3(dims[0], dims[1], dims[2]);
-    g_block_dim = dim3(dims[3], dims[4], dims[5]);
-    g_kernel = kernel;
-    g_kernel_args = args;
+    g_table_dims[0] = bd[0];
+    g_table_dims[1] = bd[1];
+    g_table_dims[2] = bd[2];
+}
+
+}  // namespace
+}  // namespace gt_emu
+
+// Runs a whole grid described by `blob`: a LaunchHeader (cuda_shim.h) followed by one 8-byte
+// slot per kernel argument, which `kernel` (the module's generated thunk) unpacks.
+// [shared_begin, shared_end) is the calling module's static __shared__ section.
+// Returns 0 on success, 1 with the message in gt_emu_last_error() on failure.
+extern "C" __attribute__((visibility("default"))) int gt_emu_launch(
+    const unsigned char* blob, void (*kernel)(const unsigned char*), unsigned char* shared_begin,
+    unsigned char* shared_end) {
+    using namespace gt_emu;
+    std::lock_guard<std::mutex> lock(g_launch_mutex);
+    LaunchHeader h;
+    std::memcpy(&h, blob, sizeof h);
+    const unsigned* grid = h.grid;
+    const unsigned* bd = h.block;
     g_failed = false;
     g_error.clear();
-    g_reverse = flags & kReverse;
+    const long long nl = (long long)bd[0] * bd[1] * bd[2];
+    if (nl <= 0 || nl > kMaxThreads) {
+        fail("block has an invalid number of threads");
+        return 1;
+    }
+    const int n = (int)nl;
+    if (!ensure_pool(n, (size_t)h.stack_bytes)) {
+        fail("could not allocate fiber stacks");
+        return 1;
+    }
+    if (!ensure_altstack()) {
+        fail("could not allocate the signal stack that detects fiber stack overflows");
+        return 1;
+    }
+    ensure_segv_handler();
+    g_nthreads = n;
+    setup_block_tables(bd, n);
+    const size_t shared_bytes = (size_t)h.shared_bytes;
+    if (g_dyn_buf.size() < shared_bytes + 16) g_dyn_buf.resize(shared_bytes + 16);
+    g_dyn_shared = g_dyn_buf.data() +
+                   (16 - (reinterpret_cast<uintptr_t>(g_dyn_buf.data()) & 15)) % 16;
+    g_grid_dim = dim3(grid[0], grid[1], grid[2]);
+    g_block_dim = dim3(bd[0], bd[1], bd[2]);
+    g_kernel = kernel;
+    g_kernel_args = blob + sizeof(LaunchHeader);
+    g_reverse = h.flags & kReverse;
     const size_t static_shared = (size_t)(shared_end - shared_begin);
     bool ok = true;
-    install_segv();
-    if (sigsetjmp(g_overflow_jmp, 1)) {
+    if (sigsetjmp(g_overflow_jmp, 0)) {
         Fiber* f = cur();
         fail("stack overflow in %s (fiber stacks hold %zu bytes; pass a larger stack_size)",
              f ? where(f).c_str() : "kernel", g_stack_bytes);
         ok = false;
     } else {
-        for (unsigned z = 0; z < dims[2] && ok; ++z)
-            for (unsigned y = 0; y < dims[1] && ok; ++y)
-                for (unsigned x = 0; x < dims[0] && ok; ++x) {
+        for (unsigned z = 0; z < grid[2] && ok; ++z)
+            for (unsigned y = 0; y < grid[1] && ok; ++y)
+                for (unsigned x = 0; x < grid[0] && ok; ++x) {
                     g_block_idx = uint3{x, y, z};
                     // Poison shared memory (0xFF.. is a NaN for floats) to expose missing writes.
                     std::memset(shared_begin, 0xFF, static_shared);
@@ -544,9 +645,7 @@ extern "C" __attribute__((visibility("default"))) int gt_emu_launch(
                     ok = run_block();
                 }
     }
-    uninstall_segv();
     g_cur = nullptr;
     g_dyn_shared = nullptr;
-    if (!ok) return report(g_error);
-    return 0;
+    return ok ? 0 : 1;
 }

@@ -34,6 +34,7 @@ from gputensor._ops._core import empty
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
+from .. import errors
 from ..device import (
     BLOCK,
     CTYPES,
@@ -42,7 +43,6 @@ from ..device import (
     DeviceArray,
     grid_for,
     launch,
-    read_back,
 )
 from .linalg import copy_into, gemm_into, materialize, zero_
 
@@ -87,10 +87,14 @@ SOURCE.instantiate("adaptive_max_pool_{s}",
 _ATOMIC = {D.float16: D.float32, D.bfloat16: D.float32, D.float32: D.float32,
            D.float64: D.float64, **{d: D.int64 for d in _INTS}}
 SOURCE.instantiate("max_pool_backward_{s}", "{Acc}* acc, const {T}* grad, const long long* idx, "
-                   "int* err, const long long* p",
-                   "gt_conv::max_pool_backward<{T}, {Acc}>(acc, grad, idx, err, p)",
+                   "long long* err, long long site, const long long* p",
+                   "gt_conv::max_pool_backward<{T}, {Acc}>(acc, grad, idx, err, site, p)",
                    _variants(_REAL, Acc={d: "unsigned long long" if d in _INTS
                                          else CTYPES[a] for d, a in _ATOMIC.items()}))
+_MAX_POOL_BW_SITE = errors.site(
+    "max_pool2d_backward", RuntimeError,
+    "max_pool2d backward: an index is outside its input plane of {dim}x{extra} = {bound} "
+    "elements (index {value})")
 # Averages: integers sum in 64 bits and divide in double (truncated), their gradients in double.
 _AVG = _variants(_REAL, A={d: "long long" for d in _INTS}, G={d: "double" for d in _INTS})
 for _name in ("avg_pool", "avg_pool_backward"):
@@ -282,15 +286,13 @@ def max_pool2d_backward(grad_input: Tensor, grad_output: Tensor, indices: Tensor
     acc = gi if (acc_dt is dt and gi.is_contiguous()) else empty(gi._shape, acc_dt, gi.device)
     zero_(acc)
     if grad_output.numel():
-        err = DeviceArray([0], dtype=np.int32)
+        dev = gi._storage.device.index or 0
         p = _pool_geometry(gi, grad_output, x_strides=grad_output._stride,
                            o_strides=(0, 0, 0, 0), i_strides=indices._stride)
         _pool_launch("max_pool_backward", dt, grad_output.numel(),
-                     [acc, grad_output, indices, err, p])
-        if read_back(err.ptr, np.int32)[0]:
-            h, w = gi._shape[2:]
-            raise RuntimeError(f"max_pool2d backward: an index is outside its input plane of "
-                               f"{h}x{w} = {h * w} elements")
+                     [acc, grad_output, indices, errors.record(dev),
+                      np.int64(_MAX_POOL_BW_SITE.id), p])
+        errors.launched(dev)
     if acc is not gi:
         copy_into(gi, acc)
 

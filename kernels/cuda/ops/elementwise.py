@@ -18,7 +18,7 @@ from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
 from .. import elementwise as E
-from ..device import NVRTC_OPTIONS, DeviceArray, grid_for, ptr, runtime
+from ..device import NVRTC_OPTIONS, DeviceArray, launch_kernel, ptr, runtime
 
 _kernels: dict[tuple[int, E.KernelSpec], Any] = {}  # (id(runtime), spec) -> compiled kernel
 _lock = threading.Lock()
@@ -85,7 +85,7 @@ def make_kernel(op: OpDef):
         for p in params:
             args += E.scalar_args(p, compute)
         args += [n, meta.ptr if meta is not None else None]
-        runtime().launch(_kernel(spec), grid_for(n, E.BLOCK), E.BLOCK, 0, args)
+        launch_kernel(runtime(), _kernel(spec), E.launch_grid(spec, n), E.BLOCK, 0, args)
 
     return run
 

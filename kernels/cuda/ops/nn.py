@@ -5,8 +5,10 @@ NLL loss and embedding, registered under the CPU kernels' names and signatures
 The launchers only shape launches: per-channel parameters are brought to the kernels'
 accumulator dtype (float32 for 16-bit floats and float32, float64 for float64) by device ops,
 outputs of another dtype go through an accumulator-typed scratch tensor and ``copy_``. Index
-kernels report the first bad target/index in a one-int device flag, read back after the launch
-(the one host synchronisation, needed to raise the error as the CPU backend does).
+kernels report a bad target/index to the device's error record (kernels/cuda/errors.py), which
+raises the CPU backend's IndexError right after the launch or at the next synchronising call;
+no launch waits for the device. Embedding copies rows as raw words, so any dtype works
+(complex128 as two 8-byte words per element).
 """
 
 from __future__ import annotations
@@ -18,19 +20,18 @@ from gputensor._ops._core import empty
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
+from .. import errors
 from ..device import (
     FLOAT_DTYPES,
     MAX_GRID,
     SHORT,
     CudaSource,
-    DeviceArray,
     check_dtype,
     dtype_variants,
     grid_for,
     launch,
-    ptr,
-    read_back,
 )
+from .dtypes import short_name
 
 SRC = CudaSource("nn.cu")
 _F = dtype_variants(FLOAT_DTYPES)
@@ -76,32 +77,35 @@ SRC.instantiate(
     "gtnn::cols_finalize<{A}>(gw, gb, part, C, P)", _ACC)
 SRC.instantiate(
     "nn_nll_fwd_{s}",
-    "{T}* out, double* part, long long* err, const {T}* x, const long long* t, const {A}* w, "
-    "long long ignore_index, int reduction, long long N, long long C, long long S",
-    "gtnn::nll_forward<{T}, {A}>(out, part, err, x, t, w, ignore_index, reduction, N, C, S)",
+    "{T}* out, double* part, long long* err, long long site, const {T}* x, const long long* t, "
+    "const {A}* w, long long ignore_index, int reduction, long long N, long long C, long long S",
+    "gtnn::nll_forward<{T}, {A}>(out, part, err, site, x, t, w, ignore_index, reduction, N, C, "
+    "S)",
     _F)
 SRC.instantiate(
     "nn_nll_finalize_{s}", "{T}* out, double* scale, const double* part, int nparts, int mode",
     "gtnn::nll_finalize<{T}>(out, scale, part, nparts, mode)", _F)
 SRC.instantiate(
     "nn_nll_weight_sum_{s}",
-    "double* part, long long* err, const long long* t, const {A}* w, long long ignore_index, "
-    "long long items, long long C",
-    "gtnn::nll_weight_sum<{A}>(part, err, t, w, ignore_index, items, C)", _ACC)
+    "double* part, long long* err, long long site, const long long* t, const {A}* w, "
+    "long long ignore_index, long long items, long long C",
+    "gtnn::nll_weight_sum<{A}>(part, err, site, t, w, ignore_index, items, C)", _ACC)
 SRC.instantiate(
     "nn_nll_bwd_{s}",
-    "{T}* gi, long long* err, const {T}* g, const long long* t, const {A}* w, "
+    "{T}* gi, long long* err, long long site, const {T}* g, const long long* t, const {A}* w, "
     "const double* scale, long long ignore_index, int reduction, long long N, long long C, "
     "long long S",
-    "gtnn::nll_backward<{T}, {A}>(gi, err, g, t, w, scale, ignore_index, reduction, N, C, S)",
+    "gtnn::nll_backward<{T}, {A}>(gi, err, site, g, t, w, scale, ignore_index, reduction, N, C, "
+    "S)",
     _F)
 # Embedding rows are copied as unsigned integers of the element's size; indices int32/int64.
 _BYTES = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 _INDEX = {D.int32: ("i32", "int"), D.int64: ("i64", "long long")}
 SRC.instantiate(
     "nn_emb_fwd_b{n}_{i}",
-    "{E}* out, long long* err, const {E}* w, const {I}* idx, long long M, long long V, "
-    "long long D", "gtnn::embedding_forward<{E}, {I}>(out, err, w, idx, M, V, D)",
+    "{E}* out, long long* err, long long site, const {E}* w, const {I}* idx, long long M, "
+    "long long V, long long D",
+    "gtnn::embedding_forward<{E}, {I}>(out, err, site, w, idx, M, V, D)",
     [{"n": str(n), "E": e, "i": i, "I": it} for n, e in _BYTES.items()
      for i, it in _INDEX.values()])
 SRC.instantiate(
@@ -110,9 +114,10 @@ SRC.instantiate(
     [{"i": i, "I": it} for i, it in _INDEX.values()])
 SRC.instantiate(
     "nn_emb_bwd_{s}_{i}",
-    "{A}* acc, long long* err, const {T}* g, const {I}* idx, const int* counts, "
-    "long long padding_idx, long long M, long long V, long long D",
-    "gtnn::embedding_backward<{T}, {A}, {I}>(acc, err, g, idx, counts, padding_idx, M, V, D)",
+    "{A}* acc, long long* err, long long site, const {T}* g, const {I}* idx, "
+    "const int* counts, long long padding_idx, long long M, long long V, long long D",
+    "gtnn::embedding_backward<{T}, {A}, {I}>(acc, err, site, g, idx, counts, padding_idx, M, V, "
+    "D)",
     [{**v, "i": i, "I": it} for v in _F for i, it in _INDEX.values()])
 SRC.instantiate("nn_zero_{s}", "{T}* p, long long n", "gtnn::fill_zero<{T}>(p, n)",
                 [{"s": "f32", "T": "float"}, {"s": "f64", "T": "double"},
@@ -167,17 +172,16 @@ def _pow2_block(n: int, cap: int = _BLOCK) -> int:
     return b
 
 
-def _error_flag(sentinel: int) -> DeviceArray:
-    return DeviceArray([sentinel])
+_TARGET_SITE = errors.site("nll_loss", IndexError,
+                           "Target {value} is out of bounds. (the input has {bound} classes)")
+_EMBEDDING_SITE = errors.site("embedding", IndexError,
+                              "index out of range in self: index {value} with {bound} embeddings")
 
 
-def _read_flag(flag: DeviceArray) -> int:
-    return int(read_back(flag.ptr)[0])
-
-
-def _read_index(t: Tensor, i: int) -> int:
-    """Element ``i`` of the contiguous integer tensor ``t`` (an error message's bad value)."""
-    return int(read_back(ptr(t) + i * t._dtype.itemsize, t._dtype.np_dtype)[0])
+def _error_args(t: Tensor, site: errors.ErrorSite) -> tuple[list, int]:
+    """(the kernel's ``err, site`` arguments, the device index for ``errors.launched``)."""
+    dev = t._storage.device.index or 0
+    return [errors.record(dev), _I64(site.id)], dev
 
 
 def _zero(t: Tensor) -> None:
@@ -340,12 +344,6 @@ def _targets(t: Tensor) -> Tensor:
     return t if t.is_contiguous() else t.contiguous()
 
 
-def _check_targets(flag: DeviceArray, items: int, target: Tensor, classes: int) -> None:
-    bad = _read_flag(flag)
-    if bad < items:
-        raise IndexError(f"Target {_read_index(target, bad)} is out of bounds. (the input has "
-                         f"{classes} classes)")
-
 
 def _partials_finalize(s: str, out: Tensor | None, scale: Tensor | None, part: Tensor,
                        nparts: int, mode: int) -> None:
@@ -365,16 +363,16 @@ def nll_loss(out: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, redu
     items = n * sp
     t = _targets(target)
     w = _as_acc(weight, adt)
-    flag = _error_flag(items)
+    err, dev = _error_args(x, _TARGET_SITE)
     grid = grid_for(items)
     part = None if reduction == 0 else empty((2 * grid,), D.float64, x.device)
     if items or reduction != 0:
         launch(SRC, f"nn_nll_fwd_{s}", grid, _BLOCK,
-               [out, part, flag, x, t, w, _I64(ignore_index), np.int32(reduction), _I64(n),
+               [out, part, *err, x, t, w, _I64(ignore_index), np.int32(reduction), _I64(n),
                 _I64(c), _I64(sp)])
     if reduction != 0:
         _partials_finalize(s, out, None, part, grid, 1 if reduction == 1 else 2)
-    _check_targets(flag, items, t, c)
+    errors.launched(dev)
 
 
 @CUDA.register("_nll_loss_backward")
@@ -388,51 +386,59 @@ def nll_loss_backward(grad_input: Tensor, g: Tensor, target: Tensor, weight: Ten
     items = n * sp
     t = _targets(target)
     w = _as_acc(weight, adt)
-    flag = _error_flag(items)
+    err, dev = _error_args(g, _TARGET_SITE)
     scale = None
     if reduction == 1:
         grid = grid_for(items)
         part = empty((2 * grid,), D.float64, g.device)
         launch(SRC, f"nn_nll_weight_sum_{SHORT[adt]}", grid, _BLOCK,
-               [part, flag, t, w, _I64(ignore_index), _I64(items), _I64(c)])
+               [part, *err, t, w, _I64(ignore_index), _I64(items), _I64(c)])
         scale = empty((1,), D.float64, g.device)
         _partials_finalize(s, None, scale, part, grid, 3)
     total = grad_input.numel()
     if total:
         launch(SRC, f"nn_nll_bwd_{s}", grid_for(total), _BLOCK,
-               [grad_input, flag, g, t, w, scale, _I64(ignore_index), np.int32(reduction),
+               [grad_input, *err, g, t, w, scale, _I64(ignore_index), np.int32(reduction),
                 _I64(n), _I64(c), _I64(sp)])
-    _check_targets(flag, items, t, c)
+    errors.launched(dev)
 
 
 # -- embedding -------------------------------------------------------------------------------
-def _check_indices(flag: DeviceArray, count: int, idx: Tensor, num: int) -> None:
-    bad = _read_flag(flag)
-    if bad < count:
-        raise IndexError(f"index out of range in self: index {_read_index(idx, bad)} with "
-                         f"{num} embeddings")
-
-
 @CUDA.register("_embedding")
 def embedding(out: Tensor, weight: Tensor, indices: Tensor) -> None:
-    """Rows of weight (V, D) at the indices, copied element by element on the device."""
-    check_dtype(weight._dtype, "embedding")
+    """Rows of weight (V, D) at the indices, copied element by element on the device (as raw
+    words: elements wider than 8 bytes, complex128, as several)."""
+    short_name(weight._dtype, "embedding")
     num, dim = weight._shape
     idx, kind = _indices(indices)
     count = idx.numel()
     if not count or not dim:
         return
-    flag = _error_flag(count)
-    launch(SRC, f"nn_emb_fwd_b{weight._dtype.itemsize}_{kind}", grid_for(count * dim),
-           _BLOCK, [out, flag, weight, idx, _I64(count), _I64(num), _I64(dim)])
-    _check_indices(flag, count, idx, num)
+    size = weight._dtype.itemsize
+    words = max(1, size // 8)
+    err, dev = _error_args(weight, _EMBEDDING_SITE)
+    launch(SRC, f"nn_emb_fwd_b{size // words}_{kind}", grid_for(count * dim * words),
+           _BLOCK, [out, *err, weight, idx, _I64(count), _I64(num), _I64(dim * words)])
+    errors.launched(dev)
+
+
+def _real_view(t: Tensor) -> Tensor:
+    """A contiguous complex (.., D) tensor as the real (.., 2D) tensor of its parts."""
+    shape = (*t._shape[:-1], 2 * t._shape[-1]) if t._shape else (2,)
+    strides = tuple(int(np.prod(shape[k + 1:])) for k in range(len(shape)))
+    return Tensor._make(t._storage, t._dtype.to_real(), shape, strides, 2 * t._offset)
 
 
 @CUDA.register("_embedding_backward")
 def embedding_backward(out: Tensor, g: Tensor, indices: Tensor, padding_idx: int,
                        scale_grad_by_freq: bool) -> None:
     """out (V, D) = the rows of g summed at their indices with atomics (in float32 for 16-bit
-    floats); the padding row stays zero; rows divided by their index's count on request."""
+    floats); the padding row stays zero; rows divided by their index's count on request.
+    Complex gradients run as their real (.., 2D) views: every step acts on each part alike."""
+    if g._dtype.is_complex and out._dtype is g._dtype:
+        embedding_backward(_real_view(out), _real_view(g.contiguous()), indices, padding_idx,
+                           scale_grad_by_freq)
+        return
     s = _float_kind(g, "embedding_backward")
     adt = _acc(g._dtype)
     num, dim = out._shape
@@ -447,11 +453,11 @@ def embedding_backward(out: Tensor, g: Tensor, indices: Tensor, padding_idx: int
             _zero(counts)
             launch(SRC, f"nn_emb_counts_{kind}", grid_for(count), _BLOCK,
                    [counts, idx, _I64(count), _I64(num)])
-        flag = _error_flag(count)
+        err, dev = _error_args(g, _EMBEDDING_SITE)
         launch(SRC, f"nn_emb_bwd_{s}_{kind}", grid_for(count * dim), _BLOCK,
-               [acc, flag, g, idx, counts, _I64(padding_idx), _I64(count), _I64(num),
+               [acc, *err, g, idx, counts, _I64(padding_idx), _I64(count), _I64(num),
                 _I64(dim)])
-        _check_indices(flag, count, idx, num)
+        errors.launched(dev)
     if acc is not out and out.numel():
         launch(SRC, f"nn_cast_{s}", grid_for(out.numel()), _BLOCK,
                [out, acc, _I64(out.numel())])

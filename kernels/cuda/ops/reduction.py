@@ -11,7 +11,9 @@ output gets T consecutive threads (row mode); otherwise neighbouring threads own
 outputs and split the reduced index among T lanes (column mode). Few outputs with a long
 reduction also split the reduced index over blocks (blockIdx.y), whose partial accumulators a
 second kernel combines in a fixed order. Scans and softmax run along lines of one dim into a
-contiguous result. Complex dtypes are not covered (check_dtype raises).
+contiguous result. Complex dtypes (gt::complex<float>/<double>, complex.cuh) cover what the CPU
+backend accepts them for: sum, prod, mean, all/any/count_nonzero, var/std (a real result, a
+complex mean), norms (real results, accumulated from moduli) and cumsum/cumprod.
 """
 
 from __future__ import annotations
@@ -28,18 +30,15 @@ from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import CUDA
 
 from ..device import (
-    ACC_CTYPES,
     ALL_DTYPES,
-    CTYPES,
     FLOAT_DTYPES,
     MAX_GRID,
-    SHORT,
     CudaSource,
     DeviceArray,
-    check_dtype,
     grid_for,
     launch,
 )
+from .dtypes import ACC_CTYPES, COMPLEX_DTYPES, CTYPES, INEXACT_DTYPES, SHORT, short_name
 
 BLOCK = 256        # threads per block (P * T lanes in reduce.cu)
 ACC_BYTES = 32     # bytes reserved per accumulator (reduce.cu's kMaxAcc)
@@ -67,8 +66,13 @@ _FIN_CALL = "gtr::reduce_finish<{OP}>(ws, out1, out2, N, S, K, p, flag)"
 
 
 def _int_out(d: D.dtype) -> D.dtype:
-    """Sums and scans of ints and bools give int64; floats keep their dtype."""
-    return d if d in FLOAT_DTYPES else D.int64
+    """Sums and scans of ints and bools give int64; floats and complex keep their dtype."""
+    return d if d in INEXACT_DTYPES else D.int64
+
+
+def _real_out(d: D.dtype) -> D.dtype:
+    """var/std and norms of a complex input are real."""
+    return d.to_real()
 
 
 def _logical_out(d: D.dtype) -> D.dtype:
@@ -81,7 +85,9 @@ class Reduction:
 
     src: CudaSource
     dtypes: tuple[D.dtype, ...]
-    op: Callable[[str, str], str]            # (T, A) C types -> the reduce.cu op struct
+    # (T, A) C types -> the reduce.cu op struct; it may also name {O} (out1's C type), {R}
+    # (the real accumulator: A of the real part's dtype) and {M} (var's mean type)
+    op: Callable[[str, str], str]
     out: Callable[[D.dtype], D.dtype]        # out1's dtype for an input dtype
     out2: Callable[[D.dtype], str] = lambda d: "long long"  # out2's C type
 
@@ -94,38 +100,42 @@ def _sum_op(kind: int) -> Callable[[str, str], str]:
     return lambda T, A: f"gtr::SumOp<{T}, {A}, {{O}}, {kind}>"
 
 
+_WITH_COMPLEX = (*ALL_DTYPES, *COMPLEX_DTYPES)
 REDUCTIONS.update({
-    "sum": Reduction(SUMS, ALL_DTYPES, _sum_op(0), _int_out),
+    "sum": Reduction(SUMS, _WITH_COMPLEX, _sum_op(0), _int_out),
     "nansum": Reduction(SUMS, FLOAT_DTYPES, _sum_op(1), _SAME),  # ints: "sum" (no NaNs)
-    "prod": Reduction(SUMS, ALL_DTYPES, _sum_op(2), _int_out),
-    "mean": Reduction(SUMS, FLOAT_DTYPES, _sum_op(3), _SAME),
+    "prod": Reduction(SUMS, _WITH_COMPLEX, _sum_op(2), _int_out),
+    "mean": Reduction(SUMS, INEXACT_DTYPES, _sum_op(3), _SAME),
     "amax": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 0>", _SAME),
     "amin": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 1>", _SAME),
-    "all": Reduction(SELECTS, ALL_DTYPES,
+    "all": Reduction(SELECTS, _WITH_COMPLEX,
                      lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 2>", _logical_out),
-    "any": Reduction(SELECTS, ALL_DTYPES,
+    "any": Reduction(SELECTS, _WITH_COMPLEX,
                      lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 3>", _logical_out),
-    "count_nonzero": Reduction(SELECTS, ALL_DTYPES,
+    "count_nonzero": Reduction(SELECTS, _WITH_COMPLEX,
                                lambda T, A: f"gtr::SelectOp<{T}, long long, long long, 4>",
                                lambda d: D.int64),
     "argmax": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", _SAME),
     "argmin": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", _SAME),
-    "var": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::VarOp<{T}>", _SAME,
-                     lambda d: CTYPES[d]),
+    "var": Reduction(MOMENTS, INEXACT_DTYPES, lambda T, A: f"gtr::VarOp<{T}, {{M}}, {{O}}>",
+                     _real_out, lambda d: CTYPES[d]),
     "logsumexp": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::LogSumExpOp<{T}>", _SAME),
 })
 # Norms by order: 0, 1, 2, inf, -inf accumulate like sums; a general p in float64.
 NORM_KINDS = {0.0: 0, 1.0: 1, 2.0: 2, math.inf: 3, -math.inf: 4}
 for _kind in range(6):
     REDUCTIONS[f"norm{_kind}"] = Reduction(
-        NORMS, FLOAT_DTYPES,
-        (lambda k: lambda T, A: f"gtr::NormOp<{T}, {'double' if k == 5 else A}, {k}>")(_kind),
-        _SAME)
+        NORMS, INEXACT_DTYPES,
+        (lambda k: lambda T, A: f"gtr::NormOp<{T}, {'double' if k == 5 else '{R}'}, {k}, "
+                                f"{{O}}>")(_kind),
+        _real_out)
 
 
 def _declare(name: str, red: Reduction) -> None:
     for d in red.dtypes:
-        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[red.out(d)], "O2": red.out2(d)}
+        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[red.out(d)], "O2": red.out2(d),
+             "R": ACC_CTYPES[d.to_real()],
+             "M": "gt::complex<double>" if d in COMPLEX_DTYPES else "double"}
         v["OP"] = red.op(CTYPES[d], ACC_CTYPES[d]).format(**v)
         red.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v])
         red.src.instantiate(f"fin_{name}_{{s}}", _FIN_PARAMS, _FIN_CALL, [v])
@@ -216,7 +226,7 @@ def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
     contiguous ``out1`` (and ``out2``: the mean of var, the indices of an arg-extremum)."""
     red = REDUCTIONS[name]
     d = x._dtype
-    s = check_dtype(d, name)
+    s = short_name(d, name)
     if d not in red.dtypes:
         raise TypeError(f"'{name}' on CUDA does not support dtype {d}")
     pl = plan(x, dims)
@@ -237,8 +247,9 @@ def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: 
     if pl.splits > 1:
         ws = empty((pl.splits * pl.N * ACC_BYTES,), D.uint8, x.device)
     scalars = [np.float64(p), np.int64(flag)]
+    xp = x if pl.K else None  # nothing to read (an empty input): a null pointer
     launch(red.src, f"red_{kname}", (pl.grid, pl.splits), BLOCK,
-           [x, out1, out2, ws, meta, np.int64(pl.N), np.int64(pl.K), np.int64(pl.row),
+           [xp, out1, out2, ws, meta, np.int64(pl.N), np.int64(pl.K), np.int64(pl.row),
             np.int64(pl.P), np.int64(pl.T), np.int64(pl.chunk), *scalars], SHARED_BYTES)
     if ws is not None:
         launch(red.src, f"fin_{kname}", grid_for(pl.N, BLOCK), BLOCK,
@@ -331,9 +342,10 @@ def _line_launch(ln: Lines) -> tuple[int, int, int]:
 
 def _declare_lines() -> None:
     ints = [d for d in ALL_DTYPES if d not in FLOAT_DTYPES]
-    for d in ALL_DTYPES:
+    for d in _WITH_COMPLEX:
+        w = "gt::complex<double>" if d in COMPLEX_DTYPES else "double"
         v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[_int_out(d)],
-             "W": "long long" if d in ints else "double"}
+             "W": "long long" if d in ints else w}
         for op, mul in (("add", "false"), ("mul", "true")):
             SCANS.instantiate(
                 f"scan_{op}_{{s}}",
@@ -362,9 +374,9 @@ _declare_lines()
 
 @CUDA.register("_scan")
 def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) -> None:
-    """cumsum (op '+') / cumprod (op '*') along ``dim`` in float64 / int64, as the CPU does;
-    ``reverse`` scans from the end (cumsum's gradient)."""
-    s = check_dtype(inp._dtype, "_scan")
+    """cumsum (op '+') / cumprod (op '*') along ``dim`` in float64 / complex128 / int64, as
+    the CPU does; ``reverse`` scans from the end (cumsum's gradient)."""
+    s = short_name(inp._dtype, "_scan")
     if op not in ("+", "*"):
         raise ValueError(f"_scan: unknown op {op!r}")
     ln = lines(inp._shape, dim, [inp])
@@ -380,7 +392,7 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) 
 
 
 def _float_short(t: Tensor, name: str) -> str:
-    s = check_dtype(t._dtype, name)
+    s = short_name(t._dtype, name)
     if t._dtype not in FLOAT_DTYPES:
         raise TypeError(f"'{name}' on CUDA needs a floating point tensor, got {t._dtype}")
     return s

@@ -14,10 +14,15 @@ _index_put. The first five are one strided walk over index positions, specialise
   stores: colliding threads store the same bits.
 
 Frontends validate indices before dispatch, but the kernels check every index again on the
-device (no out-of-range access, ever): a bad one's position goes to an error word that is read
-back after the launch (one 8-byte copy) and becomes the CPU path's IndexError. masked_scatter
-ranks masked positions with a three-pass prefix sum (per-block counts, a scan of those, and a
-per-block rescan that copies).
+device (no out-of-range access, ever): a bad one goes to the device's error record and becomes
+the CPU path's IndexError, right after the launch or at the next synchronising call
+(kernels/cuda/errors.py); no launch waits for the device. masked_scatter ranks masked positions
+with a three-pass prefix sum (per-block counts, a scan of those, and a per-block rescan that
+copies).
+
+Complex dtypes are covered: sums are two real atomicAdds per element, prod/amax/amin (amax/amin
+ordered lexicographically, as the CPU backend's NumPy ufuncs) apply under per-element spin
+locks, and complex scalars travel as two real kernel parameters.
 """
 
 from __future__ import annotations
@@ -34,51 +39,70 @@ from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
+from .. import errors
 from ..device import (
-    ACC_CTYPES,
-    ALL_DTYPES,
     BLOCK,
     CudaSource,
     DeviceArray,
-    check_dtype,
-    dtype_variants,
     grid_for,
     launch,
-    ptr,
-    read_back,
 )
+from .dtypes import ACC_CTYPES, ALL_DTYPES, COMPLEX_DTYPES, short_name, variants
 
 SOURCE = CudaSource("scatter.cu")
-_VARIANTS = dtype_variants(ALL_DTYPES)
+
+
+def _scalar_variants() -> list[dict[str, str]]:
+    """Placeholder maps with ``{VALUE_P}``/``{VALUE_C}`` and ``{ALPHA_P}``/``{ALPHA_C}``: a
+    scalar's kernel parameters and the C expression rebuilding it ({A}: one parameter; complex:
+    two real ones, as the elementwise kernels pass complex scalars)."""
+    out = []
+    for v in variants(ALL_DTYPES):
+        for name in ("value", "alpha"):
+            key = name.upper()
+            if v["T"].startswith("gt::complex"):
+                v[f"{key}_P"] = f"{v['R']} {name}_re, {v['R']} {name}_im"
+                v[f"{key}_C"] = f"{v['A']}({name}_re, {name}_im)"
+            else:
+                v[f"{key}_P"] = f"{v['A']} {name}"
+                v[f"{key}_C"] = name
+        out.append(v)
+    return out
+
+
+_VARIANTS = _scalar_variants()
 SOURCE.instantiate(
     "scatter_walk_{s}",
-    "{T}* self, const void* index, int isz, const {T}* src, {A} value, {A} alpha, "
+    "{T}* self, const void* index, int isz, const {T}* src, {VALUE_P}, {ALPHA_P}, "
     "int use_alpha, const long long* meta, long long n, int mode, int op, int* scratch, "
-    "unsigned long long* err",
-    "gtsc::walk<{T}, {A}>(self, index, isz, src, value, alpha, use_alpha, meta, n, mode, op, "
-    "scratch, err)", _VARIANTS)
+    "long long* err, long long site",
+    "gtsc::walk<{T}, {A}>(self, index, isz, src, {VALUE_C}, {ALPHA_C}, use_alpha, meta, n, "
+    "mode, op, scratch, err, site)", _VARIANTS)
 SOURCE.instantiate(
     "scatter_mean_{s}",
     "{T}* self, const int* counts, int include_self, const long long* meta, long long n",
     "gtsc::mean_finish<{T}>(self, counts, include_self, meta, n)", _VARIANTS)
 SOURCE.instantiate(
     "index_put_{s}",
-    "{T}* base, const {T}* value_ptr, {A} value, const long long* meta, long long n, int mode, "
-    "int* scratch, unsigned long long* err, const void* i0, const void* i1, const void* i2, "
-    "const void* i3, const void* i4, const void* i5, const void* i6, const void* i7",
+    "{T}* base, const {T}* value_ptr, {VALUE_P}, const long long* meta, long long n, "
+    "int mode, int* scratch, long long* err, long long site, const void* i0, const void* i1, "
+    "const void* i2, const void* i3, const void* i4, const void* i5, const void* i6, "
+    "const void* i7",
     "const void* const iptrs[8] = {{i0, i1, i2, i3, i4, i5, i6, i7}}; "
-    "gtsc::index_put<{T}, {A}>(base, value_ptr, value, meta, iptrs, n, mode, scratch, err)",
+    "gtsc::index_put<{T}, {A}>(base, value_ptr, {VALUE_C}, meta, iptrs, n, mode, scratch, err, "
+    "site)",
     _VARIANTS)
 SOURCE.instantiate(
     "masked_fill_{s}",
-    "{T}* self, const bool* mask, {A} value, const long long* meta, long long n",
-    "gtsc::masked_fill<{T}, {A}>(self, mask, value, meta, n)", _VARIANTS)
+    "{T}* self, const bool* mask, {VALUE_P}, const long long* meta, long long n",
+    "gtsc::masked_fill<{T}, {A}>(self, mask, {VALUE_C}, meta, n)", _VARIANTS)
 SOURCE.instantiate(
     "masked_scatter_{s}",
     "{T}* self, const bool* mask, const {T}* src, const long long* meta, "
     "const long long* smeta, long long n, long long chunk, const long long* offsets, "
-    "long long src_n, unsigned long long* err",
-    "gtsc::masked_scatter<{T}>(self, mask, src, meta, smeta, n, chunk, offsets, src_n, err)",
+    "long long src_n, long long* err, long long site",
+    "gtsc::masked_scatter<{T}>(self, mask, src, meta, smeta, n, chunk, offsets, src_n, err, "
+    "site)",
     _VARIANTS)
 SOURCE.instantiate("scatter_fill_i32", "int* p, int v, long long n", "gtsc::fill_i32(p, v, n)",
                    [{}])
@@ -91,10 +115,10 @@ SOURCE.instantiate("scatter_scan_counts", "long long* counts, long long nb",
 # Codes shared with scatter.cu.
 _OPS = {None: 0, "sum": 1, "mean": 1, "prod": 2, "amax": 3, "amin": 4}
 _REDUCE, _CLAIM, _WRITE, _COUNT, _STORE = 0, 1, 2, 3, 4
-_NO_ERROR = np.uint64(2**64 - 1)
 MAX_INDEX_DIMS = 16  # broadcast index dims an index_put handles (GT_SC_MAX_DIMS)
 MAX_INDICES = 8  # index tensors an index_put takes (GT_SC_MAX_INDICES)
 _A_NP = {"float": np.float32, "double": np.float64, "long long": np.int64}
+_LOCKED_OPS = (_OPS["prod"], _OPS["amax"], _OPS["amin"])  # complex: under a spin lock
 
 
 # -- helpers -----------------------------------------------------------------------------------
@@ -106,15 +130,19 @@ def _i64(x: int) -> np.int64:
     return np.int64(x)
 
 
-def _scalar(value: Any, dt: D.dtype) -> Any:
-    """``value`` cast to ``dt`` (as the CPU backend casts it), as the kernel's accumulator
-    scalar ({A}: float for 16-bit floats and float32, double, int64 for integers and bool)."""
+def _scalar(value: Any, dt: D.dtype) -> list[Any]:
+    """``value`` cast to ``dt`` (as the CPU backend casts it), as the kernel arguments of the
+    accumulator scalar ({A}: float for 16-bit floats and float32, double, int64 for integers
+    and bool; a complex value as its real and imaginary parts)."""
     if isinstance(value, Tensor):
         value = value.item()
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         v = np.asarray(value).astype(dt.np_dtype)
-        return _A_NP[ACC_CTYPES[dt]](v)
+        if dt in COMPLEX_DTYPES:
+            part = v.real.dtype.type
+            return [part(v.real), part(v.imag)]
+        return [_A_NP[ACC_CTYPES[dt]](v)]
 
 
 def _dims(t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -149,30 +177,21 @@ def _scratch(n: int, fill: int, device: Any) -> Tensor:
     return t
 
 
-class _ErrorWord:
-    """One device word for the first bad position a kernel met (all ones: none)."""
-
-    def __init__(self) -> None:
-        self.array = DeviceArray([_NO_ERROR], dtype=np.uint64)
-
-    @property
-    def ptr(self) -> Any:
-        return self.array.ptr
-
-    def read(self) -> int | None:
-        word = read_back(self.array.ptr, np.uint64)[0]
-        return None if word == _NO_ERROR else int(word)
+_OUT_OF_BOUNDS = "index {value} is out of bounds for dimension {dim} with size {bound}"
+_SITES = {
+    "scatter": errors.site("scatter", IndexError, _OUT_OF_BOUNDS),
+    "scatter_reduce": errors.site("scatter_reduce", IndexError, _OUT_OF_BOUNDS),
+    "index_add": errors.site("index_add_", IndexError, "index_add_(): " + _OUT_OF_BOUNDS),
+    "index_copy": errors.site("index_copy_", IndexError, "index_copy_(): " + _OUT_OF_BOUNDS),
+    "index_fill": errors.site("index_fill_", IndexError, _OUT_OF_BOUNDS),
+    "index_put": errors.site("index_put_", IndexError, _OUT_OF_BOUNDS),
+    "masked_scatter": errors.site("masked_scatter_", RuntimeError,
+                                  "Number of elements of source < number of ones in mask"),
+}
 
 
-def _index_value(index: Tensor, elem_offset: int) -> int:
-    """One index element (the error path only): an 8-byte device-to-host copy."""
-    return int(read_back(ptr(index) + elem_offset * index.dtype.itemsize,
-                         index.dtype.np_dtype)[0])
-
-
-def _out_of_bounds(value: int, dim: int, size: int, prefix: str = "") -> IndexError:
-    return IndexError(f"{prefix}index {value} is out of bounds for dimension {dim} with size "
-                      f"{size}")
+def _device_index(t: Tensor) -> int:
+    return t._storage.device.index or 0
 
 
 # -- the scatter walk ---------------------------------------------------------------------------
@@ -183,30 +202,32 @@ class _Walk:
     def __init__(self, target: Tensor, dim: int, index: Tensor, shape: Sequence[int],
                  index_strides: Sequence[int], src: Tensor | None,
                  src_strides: Sequence[int] | None, *, wrap: bool = False,
-                 slot_is_index: bool = False, prefix: str = "") -> None:
+                 slot_is_index: bool = False, op: str = "scatter") -> None:
         tshape, tstrides = _dims(target)
         nd = len(shape)
         self.target, self.dim, self.index, self.src = target, dim, index, src
         self.shape, self.index_strides = tuple(shape), tuple(index_strides)
-        self.size, self.prefix = tshape[dim], prefix
+        self.size, self.site = tshape[dim], _SITES[op]
         self.n = math.prod(shape)
         flags = (1 if wrap else 0) | (2 if slot_is_index else 0)
         sst = src_strides if src_strides is not None else [0] * nd
         self.meta = DeviceArray([nd, dim, self.size, flags, *shape, *tstrides, *index_strides,
                                  *sst, *_contiguous_strides(tshape)])
         self.slots = self.size if slot_is_index else math.prod(tshape)
-        self.sfx = check_dtype(target.dtype, "scatter")
-        self.err = _ErrorWord()
+        self.sfx = short_name(target.dtype, op)
+        self.dev = _device_index(target)
 
     def run(self, mode: int, op: int = 0, *, value: Any = 0, alpha: Any = None,
             scratch: Tensor | None = None, use_src: bool = True) -> None:
         """One launch; ``use_src=False`` writes ``value`` instead of src's elements."""
         dt = self.target.dtype
+        if mode == _REDUCE and op in _LOCKED_OPS and dt in COMPLEX_DTYPES:
+            scratch = _scratch(math.prod(_dims(self.target)[0]), 0, self.target.device)
         args = [self.target, self.index, _i32(self.index.dtype.itemsize),
                 self.src if use_src else None,
-                _scalar(value, dt), _scalar(1 if alpha is None else alpha, dt),
+                *_scalar(value, dt), *_scalar(1 if alpha is None else alpha, dt),
                 _i32(alpha is not None), self.meta, _i64(self.n), _i32(mode), _i32(op), scratch,
-                self.err.ptr]
+                errors.record(self.dev), _i64(self.site.id)]
         launch(SOURCE, f"scatter_walk_{self.sfx}", grid_for(self.n), BLOCK, args)
 
     def assign(self, value: Any = 0) -> None:
@@ -219,15 +240,9 @@ class _Walk:
         self.run(_WRITE, scratch=winner)
 
     def check(self) -> None:
-        """Raise the CPU path's IndexError for the first bad index the walk met."""
-        pos = self.err.read()
-        if pos is None:
-            return
-        offset = 0
-        for n, st in zip(reversed(self.shape), reversed(self.index_strides), strict=True):
-            offset += (pos % n) * st
-            pos //= n
-        raise _out_of_bounds(_index_value(self.index, offset), self.dim, self.size, self.prefix)
+        """Raise the CPU path's IndexError for a bad index the walk met (now, or at the next
+        synchronising call: kernels/cuda/errors.py)."""
+        errors.launched(self.dev)
 
 
 def _identity(reduce: str, dt: D.dtype) -> Any:
@@ -245,18 +260,18 @@ def _identity(reduce: str, dt: D.dtype) -> Any:
     return math.inf if highest else -math.inf
 
 
-def _scatter_walk(self: Tensor, dim: int, index: Tensor, src: Any, prefix: str = "") -> _Walk:
+def _scatter_walk(self: Tensor, dim: int, index: Tensor, src: Any, op: str) -> _Walk:
     index = _index_operand(index, self.device)
     ishape, istrides = _dims(index)
     if isinstance(src, Tensor):
         src = _on(src, self.device)
-        return _Walk(self, dim, index, ishape, istrides, src, _dims(src)[1], prefix=prefix)
-    return _Walk(self, dim, index, ishape, istrides, None, None, prefix=prefix)
+        return _Walk(self, dim, index, ishape, istrides, src, _dims(src)[1], op=op)
+    return _Walk(self, dim, index, ishape, istrides, None, None, op=op)
 
 
 @CUDA.register("scatter")
 def scatter(self: Tensor, dim: int, index: Tensor, src: Any, reduce: str | None) -> None:
-    w = _scatter_walk(self, dim, index, src)
+    w = _scatter_walk(self, dim, index, src, "scatter")
     if reduce is None:
         w.assign(src)
     else:
@@ -267,7 +282,7 @@ def scatter(self: Tensor, dim: int, index: Tensor, src: Any, reduce: str | None)
 @CUDA.register("scatter_reduce")
 def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                    include_self: bool) -> None:
-    w = _scatter_walk(self, dim, index, src)
+    w = _scatter_walk(self, dim, index, src, "scatter_reduce")
     if not include_self:
         w.run(_REDUCE, 0, value=_identity(reduce, self.dtype), use_src=False)
     counts = None
@@ -284,7 +299,7 @@ def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
 
 
 def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
-                shape: Sequence[int], prefix: str, **kw: Any) -> _Walk:
+                shape: Sequence[int], op: str, **kw: Any) -> _Walk:
     """A walk over slices: position q takes index[q[dim]] (index_add/copy/fill)."""
     index = _index_operand(index, self.device)
     nd = len(shape)
@@ -292,21 +307,21 @@ def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
     istrides[dim] = index._stride[0] if index._shape else 0
     if source is not None:
         source = _on(source, self.device)
-        return _Walk(self, dim, index, shape, istrides, source, _dims(source)[1],
-                     prefix=prefix, **kw)
-    return _Walk(self, dim, index, shape, istrides, None, None, prefix=prefix, **kw)
+        return _Walk(self, dim, index, shape, istrides, source, _dims(source)[1], op=op,
+                     **kw)
+    return _Walk(self, dim, index, shape, istrides, None, None, op=op, **kw)
 
 
 @CUDA.register("index_add")
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
-    w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_add_(): ")
+    w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_add")
     w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 else alpha)
     w.check()
 
 
 @CUDA.register("index_copy")
 def index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor) -> None:
-    w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_copy_(): ",
+    w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_copy",
                     slot_is_index=True)
     w.assign()
     w.check()
@@ -317,7 +332,7 @@ def index_fill(self: Tensor, dim: int, index: Tensor, value: Any) -> None:
     """Indices lie in [-size, size); negative ones wrap, as in PyTorch."""
     shape = list(_dims(self)[0])
     shape[dim] = index.numel()
-    w = _slice_walk(self, dim, index, None, shape, "", wrap=True)
+    w = _slice_walk(self, dim, index, None, shape, "index_fill", wrap=True)
     w.assign(value)
     w.check()
 
@@ -341,9 +356,9 @@ def masked_fill(self: Tensor, mask: Tensor, value: Any) -> None:
     if n == 0:
         return
     mask = _on(mask, self.device)
-    sfx = check_dtype(self.dtype, "masked_fill")
+    sfx = short_name(self.dtype, "masked_fill")
     launch(SOURCE, f"masked_fill_{sfx}", grid_for(n), BLOCK,
-           [self, mask, _scalar(value, self.dtype), _mask_meta(self, mask), _i64(n)])
+           [self, mask, *_scalar(value, self.dtype), _mask_meta(self, mask), _i64(n)])
 
 
 @CUDA.register("masked_scatter")
@@ -353,7 +368,7 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
         return
     dev = self.device
     mask, source = _on(mask, dev), _on(source, dev)
-    sfx = check_dtype(self.dtype, "masked_scatter")
+    sfx = short_name(self.dtype, "masked_scatter")
     meta = _mask_meta(self, mask)
     blocks = grid_for(n)
     chunk = -(-n // blocks)
@@ -363,12 +378,11 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
     launch(SOURCE, "scatter_scan_counts", 1, BLOCK, [offsets, _i64(blocks)])
     sshape, sstrides = _dims(source)
     smeta = DeviceArray([len(sshape), *sshape, *sstrides])
-    err = _ErrorWord()
+    di = _device_index(self)
     launch(SOURCE, f"masked_scatter_{sfx}", blocks, BLOCK,
            [self, mask, source, meta, smeta, _i64(n), _i64(chunk), offsets,
-            _i64(source.numel()), err.ptr])
-    if err.read() is not None:
-        raise RuntimeError("Number of elements of source < number of ones in mask")
+            _i64(source.numel()), errors.record(di), _i64(_SITES["masked_scatter"].id)])
+    errors.launched(di)
 
 
 # -- advanced-index writes ----------------------------------------------------------------------
@@ -377,7 +391,7 @@ def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> 
     """base[adv] = value (or += with ``accumulate``, duplicates summed); ``adv`` holds an index
     tensor or None per dim of base, and value broadcasts to NumPy's indexing-result shape."""
     dev = base.device
-    sfx = check_dtype(base.dtype, "index_put_")
+    sfx = short_name(base.dtype, "index_put_")
     dims = [d for d, a in enumerate(adv) if a is not None]
     if not dims:  # no index tensor: a broadcast copy (or add) into base
         if accumulate:
@@ -436,16 +450,16 @@ def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> 
     istrides = [[0] * (nb - t.dim()) + [0 if k == 1 else s for k, s in
                                         zip(t._shape, t._stride, strict=True)] for t in index]
     for d, t, ss, ist in zip(dims, index, slot_strides, istrides, strict=True):
-        meta += [base._shape[d], base._stride[d], t.dtype.itemsize, ss, *ist]
+        meta += [base._shape[d], base._stride[d], t.dtype.itemsize, ss, d, *ist]
     meta_arr = DeviceArray(meta)
     iptrs = index + [None] * (MAX_INDICES - len(index))
-    err = _ErrorWord()
+    di = _device_index(base)
     nkeys = math.prod(bshape)
 
     def run(mode: int, count: int, scratch: Tensor | None = None) -> None:
         launch(SOURCE, f"index_put_{sfx}", grid_for(count), BLOCK,
-               [base, value_ptr, _scalar(scalar, base.dtype), meta_arr, _i64(count), _i32(mode),
-                scratch, err.ptr, *iptrs])
+               [base, value_ptr, *_scalar(scalar, base.dtype), meta_arr, _i64(count), _i32(mode),
+                scratch, errors.record(di), _i64(_SITES["index_put"].id), *iptrs])
 
     if accumulate:
         run(_REDUCE, n)
@@ -457,12 +471,4 @@ def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> 
         winner = _scratch(math.prod(base._shape[d] for d in dims), -1, dev)
         run(_CLAIM, nkeys, winner)
         run(_WRITE, n, winner)
-    pos = err.read()
-    if pos is not None:
-        bpos, k = divmod(pos, len(dims))
-        offset = 0
-        for size, st in zip(reversed(bshape), reversed(istrides[k]), strict=True):
-            offset += (bpos % size) * st
-            bpos //= size
-        d = dims[k]
-        raise _out_of_bounds(_index_value(index[k], offset), d, base._shape[d])
+    errors.launched(di)

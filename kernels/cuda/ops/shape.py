@@ -10,9 +10,10 @@ broadcast) need no copy. Four kernels cover the family:
   the four pad modes): cat, repeat, flip, roll, pad.
 * ``tri``: tril/triu.
 * ``index_gather``: ``out[c] = x[... + sum_k idx_k(c) * stride_k]`` for gather, index_select,
-  take and advanced indexing (``_index``). Indices are checked on the device; the first bad one
-  is recorded in a device error word that is read back after the launch and raised as the
-  frontend's IndexError. No bad index is ever dereferenced.
+  take and advanced indexing (``_index``). Indices are checked on the device; a bad one goes to
+  the device's error record (kernels/cuda/errors.py: raised as the frontend's IndexError right
+  after the launch, or at the next synchronising call when launches are asynchronous). No bad
+  index is ever dereferenced.
 * ``repeats_scan`` + ``repeat_interleave``: the running totals of the repeats (one block),
   whose last value is read back as the output size (it depends on the data, as in PyTorch).
 """
@@ -30,6 +31,7 @@ from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.kernels.registry import CUDA
 
+from .. import errors
 from ..device import (
     BLOCK,
     CudaSource,
@@ -60,8 +62,8 @@ SOURCE.instantiate("shape_tri_{w}",
                    "gt_tri<{U}>(out, x, n, k, upper, meta)", _WORD_VARIANTS)
 SOURCE.instantiate("shape_index_gather_{w}_{i}",
                    "{U}* out, const {U}* x, const {I}* idx, long long n, long long* err, "
-                   "const long long* meta",
-                   "gt_index_gather<{U}, {I}>(out, x, idx, n, err, meta)",
+                   "long long site, const long long* meta",
+                   "gt_index_gather<{U}, {I}>(out, x, idx, n, err, site, meta)",
                    [{**w, **i} for w in _WORD_VARIANTS for i in _INDEX_VARIANTS])
 SOURCE.instantiate("shape_repeats_scan_{i}",
                    "const {I}* rep, long long rstride, long long* cum, long long n, "
@@ -72,7 +74,7 @@ SOURCE.instantiate("shape_repeat_interleave_{w}",
                    "const long long* meta",
                    "gt_repeat_interleave<{U}>(out, x, cum, nrep, n, meta)", _WORD_VARIANTS)
 
-NO_ERROR = (1 << 63) - 1  # the error word's initial value (INT64_MAX): no bad index
+NO_ERROR = (1 << 63) - 1  # repeats_scan's error word before any negative repeat (INT64_MAX)
 SCAN_THREADS = 256  # GT_SCAN_THREADS in shape.cu
 
 # remap coordinate maps (gt_remap_coord in shape.cu)
@@ -114,9 +116,14 @@ def _read_int64(arr: DeviceArray, count: int = 1) -> np.ndarray:
     return read_back(arr.ptr, np.int64, count)
 
 
-def _read_element(t_base: DevicePtr, offset: int, dt: D.dtype) -> int:
-    """One element of an index buffer (only on the error path)."""
-    return int(read_back(int(t_base) + offset * dt.itemsize, dt.np_dtype)[0])
+_OUT_OF_BOUNDS = "index {value} is out of bounds for dimension {dim} with size {bound}"
+_SITES = {
+    "index_select": errors.site("index_select", IndexError, "index_select(): " + _OUT_OF_BOUNDS),
+    "take": errors.site("take", IndexError, "take(): (on the flattened input) index {value} is "
+                        "out of bounds for dimension {dim} with size {bound}"),
+    "gather": errors.site("gather", IndexError, _OUT_OF_BOUNDS),
+    "_index": errors.site("index", IndexError, _OUT_OF_BOUNDS),
+}
 
 
 def _shape1(t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -301,10 +308,11 @@ class _Index(NamedTuple):
 
 def _gather(out: Tensor, oshape: tuple[int, ...], ostride: Sequence[int], x: Tensor,
             xstride: Sequence[int], idx: Tensor, idx_dtype: D.dtype,
-            indices: list[_Index], wrap: bool, message: str, op_name: str) -> None:
+            indices: list[_Index], wrap: bool, op_name: str) -> None:
     """out[c] = x[x offset + sum c*xstride + sum_k idx_k(c) * stride_k]; a bad index raises
-    IndexError(``message`` with {bad}, {dim}, {size}) after the launch. ``idx`` is any tensor
-    on the index buffer's storage (the offsets in ``indices`` are from its base)."""
+    the IndexError of ``op_name``'s error site (see kernels/cuda/errors.py for when). ``idx``
+    is any tensor on the index buffer's storage (the offsets in ``indices`` are from its
+    base)."""
     n = math.prod(oshape)
     if n == 0:
         return
@@ -322,20 +330,13 @@ def _gather(out: Tensor, oshape: tuple[int, ...], ostride: Sequence[int], x: Ten
     nd = len(oshape)
     values = [nd, ooff, xoff, len(indices), int(wrap), *oshape, *ostride, *xstride]
     for r in indices:
-        values += [r.offset, r.size, r.stride, *r.strides]
+        values += [r.offset, r.size, r.stride, r.dim, *r.strides]
     meta = DeviceArray(values)
-    err = DeviceArray([NO_ERROR])
+    dev = out._storage.device.index or 0
     _launch(f"shape_index_gather_{w}_{i_name}", n,
-            [_base(out), _base(x), _base(idx), np.int64(n), err, meta])
-    key = int(_read_int64(err)[0])
-    if key == NO_ERROR:
-        return
-    pos, k = divmod(key, len(indices))
-    r = indices[k]
-    coords = np.unravel_index(pos, oshape)
-    offset = r.offset + sum(int(c) * s for c, s in zip(coords, r.strides, strict=True))
-    bad = _read_element(_base(idx), offset, idx_dtype)
-    raise IndexError(message.format(bad=bad, dim=r.dim, size=r.size))
+            [_base(out), _base(x), _base(idx), np.int64(n), errors.record(dev),
+             np.int64(_SITES[op_name].id), meta])
+    errors.launched(dev)
 
 
 def _index_dtype(index: Tensor) -> tuple[Tensor, D.dtype]:
@@ -355,9 +356,7 @@ def index_select(out: Tensor, x: Tensor, dim: int, index: Tensor) -> None:
     xs[dim] = 0
     r = _Index(index._offset, xshape[dim], xstride[dim],
                tuple(istep if k == dim else 0 for k in range(len(oshape))), dim)
-    _gather(out, oshape, ostride, x, xs, index, idt, [r], False,
-            "index_select(): index {bad} is out of bounds for dimension {dim} with size {size}",
-            "index_select")
+    _gather(out, oshape, ostride, x, xs, index, idt, [r], False, "index_select")
 
 
 @CUDA.register("take")
@@ -370,9 +369,7 @@ def take(out: Tensor, x: Tensor, index: Tensor) -> None:
     oshape, ostride = _shape1(out)
     _, istride = _shape1(index)
     r = _Index(index._offset, x.numel(), 1, tuple(istride), 0)
-    _gather(out, oshape, ostride, x, [0] * len(oshape), index, idt, [r], True,
-            "take(): (on the flattened input) index {bad} is out of bounds for dimension {dim} "
-            "with size {size}", "take")
+    _gather(out, oshape, ostride, x, [0] * len(oshape), index, idt, [r], True, "take")
 
 
 @CUDA.register("gather")
@@ -384,8 +381,7 @@ def gather(out: Tensor, x: Tensor, dim: int, index: Tensor) -> None:
     xs = list(xstride)
     xs[dim] = 0
     r = _Index(index._offset, xshape[dim], xstride[dim], tuple(istride), dim)
-    _gather(out, oshape, ostride, x, xs, index, idt, [r], False,
-            "index {bad} is out of bounds for dimension {dim} with size {size}", "gather")
+    _gather(out, oshape, ostride, x, xs, index, idt, [r], False, "gather")
 
 
 def _broadcast_strides(t: Tensor, shape: tuple[int, ...]) -> list[int]:
@@ -445,8 +441,7 @@ def index(base: Tensor, adv: list[Any]) -> Tensor:
     indices = [_Index(off, base._shape[d], base._stride[d],
                       tuple(bs[v] if kind == "index" else 0 for kind, v in slots), d)
                for d, off, bs in zip(positions, offsets, bstrides, strict=True)]
-    _gather(out, oshape, out._stride, base, xstride, holder, idt, indices, True,
-            "index {bad} is out of bounds for dimension {dim} with size {size}", "_index")
+    _gather(out, oshape, out._stride, base, xstride, holder, idt, indices, True, "_index")
     return out
 
 
