@@ -119,7 +119,8 @@ def _accumulate(var: Any, g: Any, shared: bool, create_graph: bool) -> None:
             var.grad = g
         else:
             var.grad = g.detach().clone() if shared or not g.is_contiguous() else g.detach()
-    elif create_graph:
+    elif create_graph or (var.grad.is_sparse and not g.is_sparse):
+        # A dense gradient joining a sparse .grad makes it dense (PyTorch's AccumulateGrad).
         var.grad = var.grad + g
     else:
         var.grad.add_(g.detach())

@@ -69,6 +69,8 @@ def _analytical(outputs: tuple, diff_inputs: list) -> list[np.ndarray]:
             grads = autograd_grad(o, diff_inputs, onehot, retain_graph=True, allow_unused=True)
             for xi, gx in enumerate(grads):
                 if gx is not None:
+                    if gx.is_sparse:  # compared as a dense Jacobian column, as PyTorch does
+                        gx = gx.to_dense()
                     if tuple(gx.shape) != tuple(diff_inputs[xi].shape):
                         raise GradcheckError(f"gradient for input {xi} has shape "
                                              f"{tuple(gx.shape)}, expected "

@@ -73,6 +73,9 @@ class Tensor:
     grad_fn = None
     _output_nr = 0
     _base = None
+    # True on gputensor.sparse.SparseTensor: frontends test this class attribute (only off
+    # their fast paths) to route sparse operands away from dense kernels.
+    _sparse = False
 
     # -- construction ------------------------------------------------------------------------
     def __new__(cls, *args: Any, device: Any = None) -> Tensor:
@@ -169,6 +172,20 @@ class Tensor:
     @property
     def is_sparse(self) -> bool:
         return False
+
+    def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None) -> Any:
+        """A sparse COO copy (gputensor.sparse): entries where this tensor is non-zero."""
+        from gputensor.sparse import to_sparse
+        return to_sparse(self, sparse_dim, layout=layout)
+
+    def sparse_mask(self, mask: Any) -> Any:
+        """This tensor's values at the entries of sparse ``mask`` (a sparse_coo result)."""
+        from gputensor.sparse import sparse_mask
+        return sparse_mask(self, mask)
+
+    def to_dense(self, dtype: Any = None, *, masked_grad: bool = True) -> Tensor:
+        """A dense tensor is its own dense form (cast to ``dtype`` when given)."""
+        return self if dtype is None else self.to(dtype)
 
     @property
     def is_quantized(self) -> bool:

@@ -156,6 +156,23 @@ def _rebuild_tensor_subclass(cls: Any, storage: UntypedStorage, dtype: D.dtype, 
     return t
 
 
+def _rebuild_sparse_coo(indices: Any, values: Any, size: Any, coalesced: Any,
+                       requires_grad: Any) -> Tensor:
+    """A sparse COO tensor, every index validated against its size (as a new one is)."""
+    from gputensor.sparse import sparse_coo_tensor
+    if not (isinstance(indices, Tensor) and isinstance(values, Tensor)
+            and isinstance(size, tuple) and all(type(n) is int for n in size)
+            and type(coalesced) is bool and type(requires_grad) is bool):
+        raise _CorruptCheckpoint(f"sparse tensor record has invalid parts: indices "
+                                 f"{type(indices).__name__}, values {type(values).__name__}, "
+                                 f"size {size!r}")
+    try:
+        return sparse_coo_tensor(indices, values, size, is_coalesced=coalesced,
+                                 requires_grad=requires_grad)
+    except (RuntimeError, TypeError) as e:
+        raise _CorruptCheckpoint(f"invalid sparse tensor record: {e}") from None
+
+
 def _rebuild_typed_storage(storage: UntypedStorage, dtype: D.dtype) -> TypedStorage:
     if not isinstance(storage, UntypedStorage) or not isinstance(dtype, D.dtype):
         raise _CorruptCheckpoint(f"typed storage record has {type(storage).__name__} and "
@@ -170,7 +187,7 @@ def _allow_defaults() -> None:
     for obj in (collections.OrderedDict, collections.defaultdict, set, frozenset, complex, slice,
                 range, bytearray, dict, list, tuple, int, float, bool, str, bytes,
                 Device, Size, Tensor, _rebuild_tensor, _rebuild_tensor_subclass,
-                _rebuild_typed_storage):
+                _rebuild_typed_storage, _rebuild_sparse_coo):
         register_safe_global(obj)
     for dt in D.DTYPES:  # dtypes pickle by name as module-level singletons of gputensor._dtype
         _SAFE_GLOBALS["gputensor._dtype", dt.name] = dt
@@ -199,6 +216,11 @@ class _Pickler(pickle.Pickler):
                 None if hint is None else hint.name)
 
     def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, Tensor) and obj._sparse:
+            # A sparse tensor: its indices and values tensors (pickled as above) and its size.
+            return (_rebuild_sparse_coo, (obj._indices(), obj._values(),
+                                          tuple(map(int, obj._shape)), bool(obj.is_coalesced()),
+                                          bool(obj.requires_grad)))
         if isinstance(obj, Tensor):
             self.dtype_hints.setdefault(id(obj._storage), obj._dtype)
             # Plain ints: a NumPy int in a shape would pickle as a global weights_only refuses.

@@ -134,6 +134,10 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                 same = False
                 break
         if not same:
+            for x in inputs:
+                if getattr(x, "_sparse", False):   # a sparse operand never meets a dense kernel
+                    from gputensor.sparse._elementwise import route
+                    return route(op.name, inputs, params, out, inplace)
             dt = result_type(*inputs)
             dev = _core.common_device(*inputs, op_name=op.name)
             if dev.type != "cpu":  # 0-dim CPU tensors join a device op as scalars, moved over
@@ -219,6 +223,9 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
         if needs_graph(self, args, kwargs):
+            if self._sparse:   # a sparse tensor takes the new entries and the history
+                from gputensor.sparse._autograd_inplace import apply_sparse_inplace
+                return apply_sparse_inplace(self, lambda src: frontend(src, *args, **kwargs))
             # A formula that reads ``a`` needs self's value from before the write: save a copy
             # (PyTorch's original_self). Formulas of ``out`` (exp_, sigmoid_) need none.
             src = self.clone() if _reads_self(op, self, args, kwargs) else self
@@ -257,9 +264,9 @@ def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:
         elif tx is int:
             if dt is D.bool:
                 return False
-        elif not isinstance(x, Tensor) or x._dtype is not dt or x._shape != shape or \
-                x._storage.device is not dev:
-            return False
+        elif (type(x) is not Tensor and (not isinstance(x, Tensor) or x._sparse)) or \
+                x._dtype is not dt or x._shape != shape or x._storage.device is not dev:
+            return False   # (exact Tensors skip the isinstance/_sparse checks: the hot path)
     return True
 
 

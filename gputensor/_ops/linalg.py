@@ -1120,3 +1120,39 @@ Tensor.addmm_ = addmm_
 Tensor.addmv_ = addmv_
 Tensor.baddbmm_ = baddbmm_
 Tensor.addbmm_ = addbmm_
+
+
+# -- sparse operands ---------------------------------------------------------------------------
+# A sparse_coo operand is routed to gputensor.sparse before the dense frontend (and its
+# derivative, which would give the sparse operand a dense gradient) sees it. Dense calls pay
+# one class-attribute test per operand.
+def _sparse_routed(dense: Callable, route: Callable, n_operands: int) -> Callable:
+    def frontend(*args: Any, **kwargs: Any) -> Any:
+        for x in args[:n_operands]:
+            if getattr(x, "_sparse", False):
+                return route(*args, **kwargs)
+        return dense(*args, **kwargs)
+    frontend.__name__, frontend.__doc__ = dense.__name__, dense.__doc__
+    frontend.__wrapped__ = dense
+    return frontend
+
+
+def _sparse_mm_route(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
+    from gputensor.sparse._matmul import matmul_route
+    return matmul_route("mm", input, mat2, out)
+
+
+def _sparse_matmul_route(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
+    from gputensor.sparse._matmul import matmul_route
+    return matmul_route("matmul", input, other, out)
+
+
+def _sparse_addmm_route(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
+                        alpha: Any = 1, out: Tensor | None = None) -> Tensor:
+    from gputensor.sparse._matmul import addmm_route
+    return addmm_route(input, mat1, mat2, beta, alpha, out)
+
+
+mm = OPS["mm"].frontend = _sparse_routed(mm, _sparse_mm_route, 2)
+matmul = OPS["matmul"].frontend = _sparse_routed(matmul, _sparse_matmul_route, 2)
+addmm = OPS["addmm"].frontend = _sparse_routed(addmm, _sparse_addmm_route, 3)

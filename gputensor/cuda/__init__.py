@@ -16,6 +16,7 @@ devices.py (current device, properties, synchronize), memory.py (allocator stati
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from gputensor._legacy import types_in
 from gputensor.kernels.cuda import device as _device
@@ -96,9 +97,10 @@ def why_unavailable() -> str:
 
 # The public API, one module per concern (each initialises CUDA lazily on first call).
 from gputensor.kernels.cuda import cast as _cast  # noqa: E402,F401  (declares cast.cu)
+from gputensor.kernels.cuda import errors as _errors  # noqa: E402
 from gputensor.kernels.cuda import storage_driver as _storage_driver  # noqa: E402
 
-from . import memory, random, streams  # noqa: E402
+from . import memory, random, sparse, streams  # noqa: E402,F401  (sparse: gt.cuda.sparse)
 from .devices import (  # noqa: E402
     _CudaDeviceProperties,
     current_device,
@@ -110,8 +112,8 @@ from .devices import (  # noqa: E402
     is_bf16_supported,
     runtime_name,
     set_device,
-    synchronize,
 )
+from .devices import synchronize as _synchronize_device  # noqa: E402
 from .memory import (  # noqa: E402
     OutOfMemoryError,
     empty_cache,
@@ -155,6 +157,15 @@ __all__ = [
     "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",
     "streams", "synchronize", "use_emulator", "why_unavailable", "_CudaDeviceProperties",
 ]
+
+
+
+def synchronize(device: Any = None) -> None:
+    """Wait for all work queued on every stream of the device, then raise any error a kernel
+    recorded since the last check (an out-of-range index: kernels/cuda/errors.py)."""
+    _synchronize_device(device)
+    _errors.check_pending()
+
 
 # Copies through the "cuda" storage driver are ordered on the current stream.
 _storage_driver.STREAM_HOOK = streams.raw_current_stream

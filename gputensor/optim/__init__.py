@@ -16,6 +16,7 @@ from .optimizer import Optimizer, required
 from .radam import RAdam
 from .rmsprop import RMSprop
 from .sgd import SGD
+from .sparse_adam import SparseAdam
 
 __all__ = ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "SGD", "lr_scheduler", "required"]
+           "RAdam", "RMSprop", "SGD", "SparseAdam", "lr_scheduler", "required"]

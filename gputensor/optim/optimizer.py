@@ -381,7 +381,8 @@ def addcdiv_(t: Tensor, a: Tensor, b: Tensor, value: float = 1) -> Tensor:
 
 
 def params_with_grad(optimizer: Optimizer, group: dict[str, Any], name: str,
-                     with_state: bool = True) -> list[tuple[Tensor, Tensor, dict[str, Any]]]:
+                     with_state: bool = True, allow_sparse: bool = False,
+                     ) -> list[tuple[Tensor, Tensor, dict[str, Any]]]:
     """(param, grad, state) for every param of ``group`` that has a gradient (state is None
     when ``with_state`` is False, so no empty state entry is created)."""
     out = []
@@ -390,7 +391,7 @@ def params_with_grad(optimizer: Optimizer, group: dict[str, Any], name: str,
         g = p.grad
         if g is None:
             continue
-        if g.is_sparse:
+        if g.is_sparse and not allow_sparse:
             raise RuntimeError(f"{name} does not support sparse gradients")
         out.append((p, g, state[p] if with_state else None))
     return out

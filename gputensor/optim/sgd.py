@@ -59,7 +59,11 @@ class SGD(Optimizer):
         momentum = group["momentum"]
         items, fresh = [], []
         # Without momentum SGD keeps no per-parameter state (PyTorch leaves `state` empty).
-        for p, g, state in params_with_grad(self, group, "SGD", with_state=momentum != 0):
+        for p, g, state in params_with_grad(self, group, "SGD", with_state=momentum != 0,
+                                            allow_sparse=True):
+            if g.is_sparse:
+                _sgd_sparse(p, g, group)
+                continue
             item, is_first = (p, g), False
             if momentum != 0:
                 buf = state.get("momentum_buffer")
@@ -85,6 +89,17 @@ class SGD(Optimizer):
             item = items[i]
             _sgd_tensor(item[0], item[1], item[2] if momentum != 0 else None, fresh[i],
                         **hyper)
+
+
+def _sgd_sparse(param: Tensor, grad: Tensor, group: dict[str, Any]) -> None:
+    """A sparse gradient (nn.Embedding(sparse=True)) updates only the rows it holds; like
+    PyTorch's SGD that needs plain SGD: momentum and weight decay would densify the update."""
+    if group["momentum"] != 0 or group["weight_decay"] != 0:
+        raise RuntimeError(f"SGD with momentum={group['momentum']} or weight_decay="
+                           f"{group['weight_decay']} does not support sparse gradients "
+                           f"(parameter of shape {list(param.shape)})")
+    lr = to_scalar(group["lr"])
+    param.add_(grad, alpha=lr if group["maximize"] else -lr)
 
 
 def _sgd_tensor(param: Tensor, grad: Tensor, buf: Tensor | None, first: bool, *, lr: float,

@@ -122,9 +122,10 @@ def test_legacy_tensor_types() -> None:
     assert all(hasattr(gt, n) and hasattr(gt.cuda, n) and hasattr(gt.sparse, n) for n in names)
 
 
-def test_sparse_legacy_constructor_names_the_missing_backend_kernel() -> None:
-    with pytest.raises(RuntimeError, match="SparseCPU"):
-        gt.sparse.FloatTensor(2, 3)
+def test_sparse_legacy_constructor_makes_an_empty_sparse_tensor() -> None:
+    s = gt.sparse.FloatTensor(2, 3)
+    assert s.is_sparse and s._nnz() == 0 and tuple(s.shape) == (2, 3)
+    assert s.type() == "gputensor.sparse.FloatTensor"
 
 
 def test_storage_and_views_share_memory() -> None:

@@ -181,8 +181,6 @@ def test_embedding_errors():
         embedding(gt.tensor([1]), gt.randn(5))
     with pytest.raises(AssertionError, match="Padding_idx must be within num_embeddings"):
         embedding(gt.tensor([1]), w, padding_idx=5)
-    with pytest.raises(RuntimeError, match="sparse=True"):
-        embedding(gt.tensor([1]), w, sparse=True)
 
 
 def test_embedding_module(device):

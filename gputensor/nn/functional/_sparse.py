@@ -2,6 +2,7 @@
 
 The lookup is one gather op (``_embedding``) whose backward is one fused scatter-add op
 (``_embedding_backward``) into a zero weight gradient; the ``padding_idx`` row gets none.
+With ``sparse=True`` the weight's gradient is a sparse_coo tensor (gputensor/sparse/_nn.py).
 """
 
 from __future__ import annotations
@@ -54,11 +55,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
                            f"following scalar types: Long, Int; but got {input.type()} instead "
                            f"(while checking arguments for embedding)")
-    if sparse:
-        raise RuntimeError("embedding(): sparse=True (sparse gradients) is not supported by "
-                           "gputensor; the weight gradient is always dense, use sparse=False")
     pad = _padding_index(padding_idx, weight.shape[0])
     if max_norm is not None:
         input = input.contiguous()
         _renorm_(weight, input, max_norm, norm_type)
+    if sparse:   # the same lookup; the weight's gradient is a sparse_coo tensor
+        from gputensor.sparse._nn import embedding_sparse_grad
+        return embedding_sparse_grad(weight, input, pad, scale_grad_by_freq)
     return nn_ops._embedding(weight, input, pad, scale_grad_by_freq)
