@@ -12,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from gputensor.kernels.cuda import errors as _errors
+
 from .devices import _require, current_device
 
 _local = threading.local()  # per thread: the stack of entered streams
@@ -60,11 +62,13 @@ class Stream:
         return _done(self.raw)
 
     def synchronize(self) -> None:
-        """Wait until all work queued on this stream has completed."""
+        """Wait until all work queued on this stream has completed (then raise any error a
+        kernel recorded since the last check)."""
         if self.raw is None:
             self._runtime.synchronize()
         else:
             self.raw.synchronize()
+        _errors.check_pending()
 
     def wait_event(self, event: Event) -> None:
         """Make work queued on this stream after now wait for ``event``."""
@@ -138,9 +142,11 @@ class Event:
         return True if not self._recorded else _done(self.raw)
 
     def synchronize(self) -> None:
-        """Wait until the work before the event's record completed."""
+        """Wait until the work before the event's record completed (then raise any error a
+        kernel recorded since the last check)."""
         if self._recorded:
             self.raw.synchronize()
+        _errors.check_pending()
 
     def elapsed_time(self, end_event: Event) -> float:
         """Milliseconds between this event's record and ``end_event``'s (both complete)."""
