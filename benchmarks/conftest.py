@@ -34,8 +34,11 @@ def core_count() -> int:
 
 
 CORES = core_count()
-if torch is not None:
-    # Same thread count as Numba's pool and OpenBLAS, so the comparison is like for like.
+if torch is not None and torch.get_num_threads() != CORES:
+    # Same thread count as Numba's pool and OpenBLAS, so the comparison is like for like. Only
+    # when it differs: calling set_num_threads, even with torch's own default, sends torch's
+    # unary ops and softmax through OpenMP regions that cost milliseconds per call on a busy
+    # few-core machine (torch.exp of 256 floats: ~3 us before, 4-16 ms after, measured here).
     torch.set_num_threads(CORES)
 
 

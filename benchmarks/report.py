@@ -31,16 +31,25 @@ def fmt_ratio(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
-def lib_of(bench: dict) -> str:
-    return bench.get("extra_info", {}).get("lib") or bench.get("params", {}).get("lib", "?")
+def lib_of(bench: dict) -> str | None:
+    """The library a benchmark timed (None for single-library timings, e.g. launch costs)."""
+    return (bench.get("extra_info") or {}).get("lib") or (bench.get("params") or {}).get("lib")
 
 
 def by_group(benchmarks: list[dict]) -> dict[str, dict[str, dict]]:
     """group -> lib -> benchmark, in the order the groups first appear."""
     groups: dict[str, dict[str, dict]] = defaultdict(dict)
     for b in benchmarks:
-        groups[b.get("group") or b["name"]][lib_of(b)] = b
+        lib = lib_of(b)
+        if lib is not None:
+            groups[b.get("group") or b["name"]][lib] = b
     return groups
+
+
+def single_lines(benchmarks: list[dict]) -> list[str]:
+    """Benchmarks outside the library comparison: their group, name and median."""
+    return [f"  {b.get('group') or '-'}: {b['name']}  {fmt_time(median(b))}"
+            for b in benchmarks if lib_of(b) is None]
 
 
 def median(bench: dict | None) -> float | None:
@@ -159,11 +168,17 @@ def import_lines(groups: dict[str, dict[str, dict]]) -> list[str]:
 def report(data: dict[str, Any]) -> str:
     groups = by_group(data.get("benchmarks", []))
     lines = header(data.get("machine_info", {}))
+    if any("[emulated CUDA]" in name for name in groups):
+        lines.append("Groups tagged [emulated CUDA] ran gputensor's CUDA kernels on the CPU "
+                     "emulator: not GPU times.")
     lines += ["", "Throughput: median times; ratio = other's time / gputensor's (> 1 means "
               "gputensor is faster),", "from medians and, less sensitive to a busy machine, "
               "from minimum times; the verdict uses medians.", *throughput_table(groups)]
     lines += ["", "Small-op overhead (median per call):", *overhead_lines(groups)]
     lines += ["", "Import time (fresh subprocess, warm caches):", *import_lines(groups)]
+    singles = single_lines(data.get("benchmarks", []))
+    if singles:
+        lines += ["", "Other timings (one library, no comparison; median):", *singles]
     return "\n".join(lines)
 
 

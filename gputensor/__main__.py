@@ -6,6 +6,15 @@
     gputensor selftest [--device cuda|cpu] [--emulator] [-k PATTERN] [--list]
                            check a device's kernels against the CPU backend: one row per
                            check, a non-zero exit status when one fails (see gputensor.selftest)
+    gputensor bench [-k PATTERN] [--device cpu|cuda] [--dtype float32,...]
+                    [--sizes 1e3,1e5,1e7] [--repeat N] [--compare numpy,torch,cupy]
+                    [--json out.json] [--plot out.png] [--quick] [--list]
+                           time catalogued kernels over sizes and dtypes: throughput, % of the
+                           device's roofline and ratios against NumPy/PyTorch/CuPy (see
+                           gputensor.bench; `gputensor bench --help`)
+    gputensor info [--json]
+                           devices, backends, op count, NVRTC / emulator / CuPy status and the
+                           kernel caches (see gputensor.info)
 """
 
 from __future__ import annotations
@@ -58,7 +67,7 @@ def tour() -> None:
         print(f"add of 4M float32, {label}: {1e3 * (time.perf_counter() - t0):.2f} ms")
 
 
-COMMANDS = ("demo", "tour", "selftest")
+COMMANDS = ("demo", "tour", "selftest", "bench", "info")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -74,6 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     if command == "selftest":
         from gputensor import selftest
         return selftest.main(argv)
+    if command == "bench":
+        from gputensor.bench import cli
+        return cli.main(argv)
+    if command == "info":
+        from gputensor import info
+        return info.main(argv)
     from gputensor import demo
     return demo.main(argv)
 

@@ -1,15 +1,18 @@
 """The main job: train a small CNN on the bundled 8x8 digits.
 
-    python -m gputensor.demo [--device cpu|cuda] [--epochs N] [--resume]
+    python -m gputensor.demo [--device cpu|cuda] [--epochs N] [--resume] [--no-profile]
 
 It trains on CUDA when ``gt.cuda.is_available()`` (else the CPU), shows a progress bar with
 the loss and throughput, prints the test accuracy, and saves a checkpoint (model, optimizer,
-epoch) that ``--resume`` continues from. Written as a plain PyTorch-style script on purpose.
+epoch) that ``--resume`` continues from. The last epoch runs under ``gt.profiler.profile``
+(recording changes no result), and its kernel profile is printed at the end. Written as a
+plain PyTorch-style script on purpose.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -111,9 +114,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     last_epoch = first_epoch + args.epochs if args.resume else args.epochs
     train_loss = float("nan")
     start = time.perf_counter()
+    prof = None
     for epoch in range(first_epoch, last_epoch):
-        train_loss = train_epoch(model, train_loader, optimizer, device,
-                                 f"epoch {epoch + 1}/{last_epoch}", args.quiet)
+        profiled = args.profile and epoch == last_epoch - 1
+        if profiled:
+            prof = gt.profiler.profile(record_shapes=True)
+        with prof if profiled else contextlib.nullcontext():
+            train_loss = train_epoch(model, train_loader, optimizer, device,
+                                     f"epoch {epoch + 1}/{last_epoch}", args.quiet)
         if args.checkpoint:
             save_checkpoint(args.checkpoint, model, optimizer, epoch + 1, args)
     elapsed = time.perf_counter() - start
@@ -122,6 +130,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
           f"digits; {last_epoch - first_epoch} epochs in {elapsed:.1f} s")
     if args.checkpoint:
         print(f"checkpoint: {args.checkpoint} (continue with --resume)")
+    if prof is not None:
+        print(f"\nkernel profile of epoch {last_epoch} on {device} (--no-profile to skip):")
+        print(prof.key_averages().table(sort_by="device_time_total", row_limit=args.profile_rows),
+              end="")
     return {"accuracy": accuracy, "test_loss": test_loss, "train_loss": train_loss,
             "device": str(device), "epochs": last_epoch}
 
@@ -137,9 +149,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    help=f"where to save (default {DEFAULT_CHECKPOINT}; '' to skip)")
     p.add_argument("--resume", action="store_true", help="continue from --checkpoint")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
+                   help="profile the last epoch and print its kernel table (default: on)")
+    p.add_argument("--profile-rows", type=int, default=15, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0:
-        p.error("--epochs and --batch-size must be >= 1 and --lr > 0")
+    if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0 or args.profile_rows < 1:
+        p.error("--epochs, --batch-size and --profile-rows must be >= 1 and --lr > 0")
     return args
 
 

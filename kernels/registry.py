@@ -31,6 +31,9 @@ def memory_cost(flops_per_element: float = 0.0, per: str = "output") -> CostMode
         moved = sum(t.numel() * t.element_size() for t in ins + outs)
         counted = outs if per == "output" else ins
         return moved, int(flops_per_element * sum(t.numel() for t in counted))
+    # Read by the profiler's kernel_cost, which counts the same thing in one cheaper pass.
+    cost.flops_per_element = flops_per_element  # type: ignore[attr-defined]
+    cost.per = per  # type: ignore[attr-defined]
     return cost
 
 
@@ -79,7 +82,10 @@ class Backend:
 
     def register(self, op_name: str) -> Callable:
         def deco(fn: Callable) -> Callable:
-            self.kernels[op_name] = fn
+            # While a profiler runs, kernels registered late (the CUDA backend's, on first use
+            # of the device) are wrapped like the rest of the table.
+            wrap = kernel_wrapper
+            self.kernels[op_name] = fn if wrap is None else wrap(self, op_name, fn)
             return fn
         return deco
 
@@ -89,7 +95,11 @@ class Backend:
             return k
         op = OPS.get(op_name)
         if op is not None and op.expr is not None and self.elementwise_factory is not None:
-            k = self.kernels[op_name] = self.elementwise_factory(op)
+            k = self.elementwise_factory(op)
+            wrap = kernel_wrapper
+            if wrap is not None:
+                k = wrap(self, op_name, k)
+            self.kernels[op_name] = k
             return k
         raise RuntimeError(f"op '{op_name}' has no kernel for the {self.name} backend "
                            f"({self.device_type}, {self.layout_name})")
@@ -99,6 +109,13 @@ class Backend:
 
 
 BACKENDS: dict[tuple[str, str], Backend] = {}
+
+# The profiler's hook, None unless a profiler is running: ``wrap(backend, name, fn)`` returns
+# the recording wrapper of a kernel that enters a backend's table while the profiler runs
+# (registered late, or compiled on first use by an elementwise factory). The profiler swaps
+# whole tables on enter and exit (gputensor/profiler/hooks.py); this covers the entries that
+# appear in between.
+kernel_wrapper: Callable[[Backend, str, Callable[..., Any]], Callable[..., Any]] | None = None
 
 # Kernel lookups that frontends cache on their hot path (device type -> kernel). Whoever swaps
 # entries of a backend's kernel table (the profiler wraps them while it runs) empties these
@@ -116,6 +133,27 @@ def kernel_cache() -> dict[str, Callable[..., Any]]:
 def clear_kernel_caches() -> None:
     for cache in KERNEL_CACHES:
         cache.clear()
+
+
+# Per-kernel cost models, keyed by backend kernel name (the name a backend registers, such as
+# "_gemm" or "_fused_adam"): model(args, result, kwargs) -> (bytes moved, flops), where ``args``
+# are the kernel's positional arguments exactly as a frontend passes them (usually the output
+# first) and ``result`` is what the kernel returned. They serve kernels whose name is no op, or
+# whose op-level model (``OpDef.cost``, written for the frontend's arguments) does not fit the
+# kernel's arguments. The profiler declares its models in gputensor/profiler/costs.py.
+KernelCostModel = Callable[[Sequence[Any], Any, dict[str, Any]], tuple[int, int]]
+KERNEL_COSTS: dict[str, KernelCostModel] = {}
+
+
+def declare_kernel_cost(*names: str) -> Callable[[KernelCostModel], KernelCostModel]:
+    """Decorator: ``model`` is the cost model of the backend kernels ``names``."""
+    def deco(model: KernelCostModel) -> KernelCostModel:
+        for n in names:
+            if n in KERNEL_COSTS:
+                raise RuntimeError(f"kernel {n!r} has two cost models")
+            KERNEL_COSTS[n] = model
+        return model
+    return deco
 
 
 def register_backend(name: str, device_type: str, layout_name: str) -> Backend:

@@ -11,9 +11,10 @@ import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
+
+from gputensor._files import write_atomically
 
 
 def cache_dir() -> Path:
@@ -37,10 +38,7 @@ def load_module(prefix: str, source: str) -> ModuleType:
     path = cache_dir() / f"{name}.py"
     if not path.exists():
         # Write-then-rename so concurrent processes never import a half-written file.
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            f.write(source)
-        os.replace(tmp, path)
+        write_atomically(path, source)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
