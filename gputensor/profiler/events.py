@@ -8,20 +8,52 @@ Times are nanoseconds from ``time.perf_counter_ns``; the PyTorch-style attribute
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from gputensor._tensor import Tensor
 
 # Event kinds. Launches are device-side work: they do not count as their parent's CPU children.
 KERNEL, LAUNCH, COPY, RANGE = "kernel", "launch", "copy", "range"
+# profile_memory: allocations made outside every event become "[memory]" events of this kind
+# (zero duration, at the moment the profiler noticed them), as in torch.profiler.
+MEMORY = "memory"
+MEMORY_EVENT_NAME = "[memory]"
+
+
+# What an event keeps must not come from CPython's free lists: exact lists, dicts, tuples and
+# floats that the program frees are kept for reuse without telling tracemalloc, and an event
+# taking one would leave the program to allocate its next one afresh, so the program's memory
+# figures (profile_memory) would drift by those bytes per event. Subclass instances are always
+# allocated and freed for real; shared empty defaults allocate nothing.
+class FreshList(list):
+    """A list allocated outside the list free list (the recorder's children lists, dims)."""
+
+    __slots__ = ()
+
+
+class FreshDict(dict):
+    """A dict allocated outside the dict free list (``Event.extra``)."""
+
+    __slots__ = ()
+
+
+class FreshTuple(tuple):
+    """A tuple allocated outside the tuple free lists (recorded input descriptions)."""
+
+    __slots__ = ()
+
+
+_NO_CHILDREN: tuple[()] = ()
+_NO_EXTRA: MappingProxyType[str, Any] = MappingProxyType({})
 
 
 class Event:
     """One record. A plain class with slots: the profiler makes one per kernel call."""
 
     __slots__ = ("name", "kind", "device", "backend", "start_ns", "end_ns", "thread", "parent",
-                 "children", "inputs", "bytes", "flops", "device_ns", "timing", "memory_bytes",
-                 "extra")
+                 "children", "inputs", "bytes", "flops", "device_ns", "timing",
+                 "cpu_memory_usage", "device_memory_usage", "extra")
 
     def __init__(self, name: str, kind: str, device: str, backend: str, start_ns: int,
                  thread: int) -> None:
@@ -33,7 +65,9 @@ class Event:
         self.end_ns = 0
         self.thread = thread
         self.parent: Event | None = None
-        self.children: list[Event] = []
+        # A list once the event has children (the recorder replaces the shared empty tuple).
+        # Read it, don't append to it.
+        self.children: list[Event] | tuple[()] = _NO_CHILDREN
         # (shape, dtype) per argument as recorded (record_shapes), formatted on demand.
         self.inputs: tuple[Any, ...] = ()
         self.bytes = 0
@@ -42,8 +76,13 @@ class Event:
         # resolves it later (a pair of CUDA events on a real GPU) until the profile stops.
         self.device_ns = 0.0
         self.timing: Any = None
-        self.memory_bytes = 0   # net device memory allocated during the event (profile_memory)
-        self.extra: dict[str, Any] = {}  # grid/block of launches, copy direction, ...
+        # profile_memory: net bytes allocated minus freed while the event was open, children
+        # included (PyTorch's cpu_memory_usage / cuda_memory_usage); host bytes as tracemalloc
+        # sees them, device bytes as the CUDA runtime's memory_allocated() moved.
+        self.cpu_memory_usage = 0
+        self.device_memory_usage = 0
+        # grid/block of launches, copy direction, ...: replaced, never updated in place.
+        self.extra: dict[str, Any] | MappingProxyType[str, Any] = _NO_EXTRA
 
     # -- PyTorch-style views (µs) ----------------------------------------------------------
     @property
@@ -99,6 +138,29 @@ class Event:
     cuda_time_total = device_time_total
     self_cuda_time_total = self_device_time_total
 
+    # -- memory (profile_memory) ---------------------------------------------------------------
+    @property
+    def memory_bytes(self) -> int:
+        """The net device bytes (this profiler's older name for ``device_memory_usage``)."""
+        return self.device_memory_usage
+
+    @memory_bytes.setter
+    def memory_bytes(self, value: int) -> None:
+        self.device_memory_usage = value
+
+    @property
+    def self_cpu_memory_usage(self) -> int:
+        """Host bytes not accounted for by a child event (PyTorch's definition: the total
+        minus the children's totals), e.g. a frontend's output allocated inside a range."""
+        return self.cpu_memory_usage - sum(c.cpu_memory_usage for c in self.children)
+
+    @property
+    def self_device_memory_usage(self) -> int:
+        return self.device_memory_usage - sum(c.device_memory_usage for c in self.children)
+
+    cuda_memory_usage = property(lambda self: self.device_memory_usage)
+    self_cuda_memory_usage = self_device_memory_usage
+
     @property
     def time_range(self) -> tuple[float, float]:
         return self.start_ns / 1e3, self.end_ns / 1e3
@@ -116,12 +178,12 @@ def describe_args(args: Any) -> tuple[Any, ...]:
     out: list[Any] = []
     for a in args:
         if isinstance(a, Tensor):
-            out.append((a._shape, a._dtype))
+            out.append(FreshTuple((a._shape, a._dtype)))
         elif type(a) in (list, tuple) and a and all(isinstance(x, Tensor) for x in a):
-            out.append([(x._shape, x._dtype) for x in a])
+            out.append(FreshList(FreshTuple((x._shape, x._dtype)) for x in a))
         else:
             out.append("Scalar" if isinstance(a, int | float | bool | complex) else None)
-    return tuple(out)
+    return FreshTuple(out)
 
 
 def _shape_of(item: Any) -> list[Any]:

@@ -7,6 +7,13 @@ Device time:
 - CuPy (a real GPU) queues launches asynchronously: a pair of CUDA events is recorded around
   each on the current stream and resolved once, when the profile stops (one synchronize, not
   one per launch). That is the only CuPy-specific code here (``_CupyTimer``).
+
+Memory (profile_memory, kept events only): each kernel, launch, copy and range reads the
+allocation counters (memory.py) when it opens and when it closes; the difference is its
+``cpu_memory_usage``/``device_memory_usage``. Every hook brackets its own bookkeeping with the
+meter's ``enter()``/``leave()`` so that the records it makes don't count. What changes while no
+event is open anywhere becomes a "[memory]" event when the next top-level event opens (or the
+recording stops).
 """
 
 from __future__ import annotations
@@ -17,7 +24,21 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .costs import kernel_cost
-from .events import COPY, KERNEL, LAUNCH, RANGE, Event, describe_args, device_of
+from .events import (
+    COPY,
+    KERNEL,
+    LAUNCH,
+    MEMORY,
+    MEMORY_EVENT_NAME,
+    RANGE,
+    Event,
+    FreshDict,
+    FreshList,
+    FreshTuple,
+    describe_args,
+    device_of,
+)
+from .memory import MemoryMeter
 
 _now = time.perf_counter_ns
 
@@ -72,6 +93,16 @@ class Recorder:
         self.end_ns = 0
         self._local = threading.local()
         self._timers: dict[str, _CupyTimer | None] = {}
+        # profile_memory: the counters, the ranges still open (their counters at open), how
+        # many events are open at top level (all threads) and the counters when that last
+        # dropped to zero. A warm-up's events are dropped, so it meters nothing.
+        self._meter = MemoryMeter() if profile_memory and keep else None
+        self._range_mem: dict[Event, tuple[int, int]] = {}
+        self._top_open = 0
+        self._idle_mem = (0, 0)
+        if self._meter is not None:
+            self._idle_mem = self._meter.enter()
+            self._meter.leave()
 
     # -- the per-thread stack that parents events ----------------------------------------------
     def _stack(self) -> list[Event]:
@@ -83,8 +114,11 @@ class Recorder:
     def _open(self, ev: Event) -> list[Event]:
         stack = self._stack()
         if stack:
-            ev.parent = stack[-1]
-            stack[-1].children.append(ev)
+            parent = ev.parent = stack[-1]
+            if parent.children:
+                parent.children.append(ev)
+            else:
+                parent.children = FreshList((ev,))
         if self.keep:
             self.events.append(ev)
         stack.append(ev)
@@ -95,27 +129,61 @@ class Recorder:
             self._timers[device] = _cupy_timer(device)
         return self._timers[device]
 
-    def _memory(self, device: str) -> int | None:
-        """The CUDA runtime's allocated bytes (profile_memory, for "cuda" devices and for
-        ranges, which may allocate on any device), else None."""
-        if not (self.profile_memory and (device.startswith("cuda") or device == "")):
-            return None
-        from gputensor.kernels.cuda import device as cuda_device
+    # -- memory (profile_memory) ---------------------------------------------------------------
+    def _mem_opened(self, ev: Event, mem: tuple[int, int], top_level: bool) -> None:
+        """``ev`` opened with the counters at ``mem``: a top-level event first reports what
+        changed since no event was open as a "[memory]" event."""
+        if not top_level:
+            return
+        if self._top_open == 0:
+            self._report_unattributed(mem, ev.thread)
+        self._top_open += 1
 
-        rt = cuda_device.active()
-        return None if rt is None else int(rt.memory_allocated())
+    def _mem_closed(self, ev: Event, mem0: tuple[int, int], mem1: tuple[int, int]) -> None:
+        ev.cpu_memory_usage = mem1[0] - mem0[0]
+        ev.device_memory_usage = mem1[1] - mem0[1]
+        if ev.parent is None:
+            self._top_open -= 1
+            if self._top_open == 0:
+                self._idle_mem = mem1
+
+    def rebase_memory(self) -> None:
+        """Start counting unattributed memory from now (the session calls it once the hooks
+        are installed, so that installing them is not reported as the program's)."""
+        if self._meter is not None and not self._meter.closed:
+            self._idle_mem = self._meter.enter()
+            self._meter.leave()
+
+    def _report_unattributed(self, mem: tuple[int, int], thread: int) -> None:
+        host, device = mem[0] - self._idle_mem[0], mem[1] - self._idle_mem[1]
+        self._idle_mem = mem
+        if host or device:
+            ev = Event(MEMORY_EVENT_NAME, MEMORY, "", "", _now(), thread)
+            ev.end_ns = ev.start_ns
+            ev.cpu_memory_usage, ev.device_memory_usage = host, device
+            self.events.append(ev)
 
     # -- backend kernels -------------------------------------------------------------------------
+    # With a meter, each hook is ``enter()``, the work in a helper, ``leave()``: the helper's
+    # temporaries (the counters' tuple, closures) are freed before ``leave()``, so they are not
+    # freed in the program's time, which would read as the program freeing memory.
     def kernel(self, backend: Any, name: str, fn: Callable[..., Any], args: Sequence[Any],
                kwargs: dict[str, Any]) -> Any:
+        meter = self._meter
+        if meter is None:
+            return self._kernel(backend, name, fn, args, kwargs, None)
+        try:
+            return self._kernel(backend, name, fn, args, kwargs, meter.enter())
+        finally:
+            meter.leave()
+
+    def _kernel(self, backend: Any, name: str, fn: Callable[..., Any], args: Sequence[Any],
+                kwargs: dict[str, Any], mem0: tuple[int, int] | None) -> Any:
         device = device_of(args) or backend.device_type
         ev = Event(name, KERNEL, device, backend.name, 0, threading.get_ident())
         if self.record_shapes:
             ev.inputs = describe_args(args)
-        mem0 = self._memory(device)
-        result = self._timed(ev, device, lambda: fn(*args, **kwargs))
-        if mem0 is not None:
-            ev.memory_bytes = self._memory(device) - mem0
+        result = self._timed(ev, device, lambda: fn(*args, **kwargs), mem0)
         ev.bytes, ev.flops = kernel_cost(name, args, result, kwargs)
         if not self.with_flops:
             ev.flops = 0
@@ -127,71 +195,112 @@ class Recorder:
         if not self.record_launches:
             run()
             return
+        meter = self._meter
+        if meter is None:
+            self._launch(source, name, grid, block, shared_bytes, run, None)
+            return
+        try:  # metered too, so that the launch's record is not its kernel's memory
+            self._launch(source, name, grid, block, shared_bytes, run, meter.enter())
+        finally:
+            meter.leave()
+
+    def _launch(self, source: str, name: str, grid: Any, block: Any, shared_bytes: int,
+                run: Callable[[], None], mem0: tuple[int, int] | None) -> None:
         device = f"cuda:{_current_index()}"
         ev = Event(name, LAUNCH, device, "CUDA", 0, threading.get_ident())
-        ev.extra = {"grid": _dims(grid), "block": _dims(block), "shared_bytes": int(shared_bytes),
-                    "source": source}
-        self._timed(ev, device, run)
+        ev.extra = FreshDict(grid=_dims(grid), block=_dims(block),
+                             shared_bytes=int(shared_bytes), source=source)
+        self._timed(ev, device, run, mem0)
 
-    def _timed(self, ev: Event, device: str, call: Callable[[], Any]) -> Any:
+    def _timed(self, ev: Event, device: str, call: Callable[[], Any],
+               mem0: tuple[int, int] | None) -> Any:
         """Run ``call`` as event ``ev`` (open while it runs, so launches inside nest under
-        it): host time around it, device time from the device's timer when it has one."""
+        it): host time around it, device time from the device's timer when it has one, and
+        with ``mem0`` (the counters when the hook was entered) the memory it allocated. The
+        caller calls ``leave()`` when its own bookkeeping is done."""
         stack = self._open(ev)
+        meter = self._meter if mem0 is not None else None
+        if meter is not None:
+            self._mem_opened(ev, mem0, len(stack) == 1)
         timer = self._timer(device)
         mark = timer.mark() if timer is not None else None
+        # With a meter, the reads bracket the call inside the timestamps: a timestamp is an
+        # int allocated, and inside the bracket it would count as the call's memory.
         ev.start_ns = _now()
+        if meter is not None:
+            meter.leave()
         try:
             result = call()
         finally:
+            mem1 = meter.enter() if meter is not None else None
             ev.end_ns = _now()
+            if mem1 is not None:
+                self._mem_closed(ev, mem0, mem1)
             stack.pop()
         if timer is not None:
             ev.timing = (timer, mark, timer.mark())
         else:
-            ev.device_ns = float(ev.end_ns - ev.start_ns)
+            ev.device_ns = ev.end_ns - ev.start_ns  # an int: floats come from a free list
         return result
 
     # -- device copies (COPY_TABLE movers) -----------------------------------------------------
     def copy(self, mover: Callable[..., None], dst: Any, dst_offset: int, src: Any,
              src_offset: int, count: int) -> None:
+        meter = self._meter
+        if meter is None:
+            self._copy(mover, dst, dst_offset, src, src_offset, count, None)
+            return
+        try:
+            self._copy(mover, dst, dst_offset, src, src_offset, count, meter.enter())
+        finally:
+            meter.leave()
+
+    def _copy(self, mover: Callable[..., None], dst: Any, dst_offset: int, src: Any,
+              src_offset: int, count: int, mem0: tuple[int, int] | None) -> None:
         s_type, d_type = src.device.type, dst.device.type
         direction = ("H" if s_type == "cpu" else "D") + "to" + ("H" if d_type == "cpu" else "D")
         device = str(dst.device if d_type != "cpu" else src.device)
         ev = Event(f"Memcpy {direction}", COPY, device, direction, 0, threading.get_ident())
         if self.record_shapes:
-            ev.inputs = (((count,), dst.dtype), ((count,), src.dtype))
-        ev.extra = {"direction": direction, "src": str(src.device), "dst": str(dst.device)}
+            shape = FreshTuple((count,))
+            ev.inputs = FreshTuple((FreshTuple((shape, dst.dtype)),
+                                    FreshTuple((shape, src.dtype))))
+        ev.extra = FreshDict(direction=direction, src=str(src.device), dst=str(dst.device))
         # Between devices: the bytes that land on the destination; within one: read + write.
         ev.bytes = count * dst.dtype.itemsize
         if direction in ("DtoD", "HtoH") and s_type == d_type:
             ev.bytes += count * src.dtype.itemsize
-        stack = self._open(ev)
-        ev.start_ns = _now()
-        try:
-            mover(dst, dst_offset, src, src_offset, count)
-        finally:
-            ev.end_ns = _now()
-            stack.pop()
         # Copies issued without a stream are synchronous on both runtimes: wall time.
-        ev.device_ns = float(ev.end_ns - ev.start_ns)
+        self._timed(ev, "", lambda: mover(dst, dst_offset, src, src_offset, count), mem0)
 
     # -- record_function ranges ------------------------------------------------------------------
     def open_range(self, name: str, args: Any = None) -> Event:
+        meter = self._meter
+        mem0 = meter.enter() if meter is not None else None
         ev = Event(name, RANGE, "", "", 0, threading.get_ident())
         if args:
-            ev.extra = {"args": str(args)}
-        self._open(ev)
-        mem0 = self._memory("")
+            ev.extra = FreshDict(args=str(args))
+        stack = self._open(ev)
         if mem0 is not None:
-            ev.memory_bytes = -mem0  # the allocation count at close is added
+            self._range_mem[ev] = mem0
+            self._mem_opened(ev, mem0, len(stack) == 1)
         ev.start_ns = _now()
+        if mem0 is not None:
+            meter.leave()
         return ev
 
     def close_range(self, ev: Event) -> None:
+        meter = self._meter
+        if meter is None or meter.closed:  # closed: a range outliving its recording
+            self._close_range(ev, None)
+            return
+        try:
+            self._close_range(ev, meter.enter())
+        finally:
+            meter.leave()
+
+    def _close_range(self, ev: Event, mem1: tuple[int, int] | None) -> None:
         ev.end_ns = _now()
-        mem = self._memory("")
-        if mem is not None:
-            ev.memory_bytes += mem
         stack = self._stack()
         if ev in stack:  # ranges closed out of order close what they enclose too
             while stack:
@@ -199,11 +308,25 @@ class Recorder:
                 if top is ev:
                     break
                 top.end_ns = top.end_ns or ev.end_ns
+                self._close_range_memory(top, mem1)
+        self._close_range_memory(ev, mem1)
+
+    def _close_range_memory(self, ev: Event, mem1: tuple[int, int] | None) -> None:
+        mem0 = self._range_mem.pop(ev, None)
+        if mem1 is not None and mem0 is not None:
+            self._mem_closed(ev, mem0, mem1)
 
     # -- stopping ----------------------------------------------------------------------------------
     def finish(self) -> list[Event]:
-        """Stop the clock and resolve lazy device times (one synchronize per CuPy device)."""
+        """Stop the clock and resolve lazy device times (one synchronize per CuPy device);
+        with profile_memory, close the memory of ranges left open, report what changed since
+        the last top-level event closed, and stop tracemalloc if the meter started it."""
         self.end_ns = _now()
+        if self._meter is not None:
+            try:
+                self._finish_memory(self._meter)
+            finally:
+                self._meter.close()
         pending = [ev for ev in self.events if ev.timing is not None]
         if pending:
             from gputensor.kernels.cuda.device import runtime
@@ -215,9 +338,24 @@ class Recorder:
                 ev.timing = None
         return self.events
 
+    def _finish_memory(self, meter: MemoryMeter) -> None:
+        if meter.closed:
+            return
+        mem = meter.enter()
+        for ev in list(self._range_mem):  # ranges never closed: count up to now
+            self._close_range_memory(ev, mem)
+        if self._top_open == 0:
+            self._report_unattributed(mem, threading.get_ident())
+        meter.leave()
+
+    def release(self) -> None:
+        """Stop metering without finishing (a recording abandoned on an error)."""
+        if self._meter is not None:
+            self._meter.close()
+
 
 def _dims(x: Any) -> list[int]:
-    return [int(x)] if isinstance(x, int) else [int(v) for v in x]
+    return FreshList((int(x),) if isinstance(x, int) else (int(v) for v in x))
 
 
 def _current_index() -> int:

@@ -36,9 +36,34 @@ class profile:  # noqa: N801 - torch.profiler's name
     only "active" steps record, and ``on_trace_ready(prof)`` runs at the end of each active
     cycle. Only one profile runs at a time. ``with_flops`` defaults to True (unlike PyTorch):
     the throughput columns are what this profiler is for, and costing a call is cheap.
-    ``profile_memory`` records, for events on a CUDA device, the net device memory the runtime
-    allocated during the event (``memory_allocated()`` before and after); CPU allocations are
-    not tracked.
+
+    ``profile_memory=True`` gives every kernel call, copy and ``record_function`` range the net
+    bytes allocated minus freed while it was open, children included, on the host
+    (``cpu_memory_usage``) and on the CUDA device (``device_memory_usage``, alias
+    ``cuda_memory_usage``), and ``self_*`` variants that leave the children's out, as
+    torch.profiler does; the table gets "CPU Mem", "Self CPU Mem", "Device Mem" and "Self
+    Device Mem" columns. How it is measured (see memory.py):
+
+    - host bytes come from tracemalloc, which NumPy reports every array buffer to; the profile
+      starts tracemalloc for its recording steps if it is not running (it slows all Python
+      allocation while it runs) and stops it again at the end, leaving a caller's own
+      tracing alone. Device bytes are the CUDA runtime's ``memory_allocated()``;
+    - the counters are read when an event opens and when it closes, not per allocation. A
+      frontend allocates an op's output before it calls the backend kernel, so that output is
+      not in the kernel event's figure: inside a ``record_function`` range it shows in the
+      range's self memory (wrap the code of interest in ranges to see per-range allocations);
+      outside every event it is reported as a zero-duration "[memory]" event, PyTorch's name
+      for allocations no op accounts for, when the next top-level event opens or recording
+      stops. (Charging such bytes to the next kernel instead would charge it with whatever
+      the Python code in between allocated and freed too.)
+    - attribution is by time, as in PyTorch: bytes another thread allocates while an event
+      is open count towards it. Freeing memory allocated before tracemalloc started reads as
+      no change on the host;
+    - host figures count Python objects too (tens to hundreds of bytes an op, part of it
+      objects CPython parks in its free lists), and an op's first call may load its kernel
+      (Numba's cache, a compiled CUDA module) and allocate for that: read them to the nearest
+      few KB, after a warm-up. Device figures are exact (the emulator's rounded to its 512-byte
+      size classes, like CuPy's pool).
     """
 
     def __init__(self, *, activities: Iterable[Any] | None = None,
@@ -94,10 +119,13 @@ class profile:  # noqa: N801 - torch.profiler's name
     def stop(self) -> None:
         if not self._running:
             return
+        rec = self._recorder
         try:
             if self.current_action in RECORDING:
                 self._finish_recording(ready=True)
         finally:
+            if rec is not None:
+                rec.release()  # tracemalloc stopped even if finishing failed
             self._running = False
             self.current_action = ProfilerAction.NONE
             self._recorder = None
@@ -120,11 +148,14 @@ class profile:  # noqa: N801 - torch.profiler's name
             self._recorder = None
             hooks.remove()
             return
+        fresh = not recording
         if new is ProfilerAction.WARMUP:
             self._recorder = self._new_recorder(keep=False)
-        elif not recording:
+        elif fresh:
             self._recorder = self._new_recorder(keep=True)
         hooks.install(self._recorder)
+        if fresh:
+            self._recorder.rebase_memory()
 
     def _new_recorder(self, keep: bool) -> Recorder:
         return Recorder(record_shapes=self.record_shapes, profile_memory=self.profile_memory,

@@ -22,9 +22,16 @@ SORT_KEYS: dict[str, str] = {
     "cuda_time": "device_time",
     "count": "count", "bytes": "bytes", "flops": "flops",
     "gbps": "gbps", "gflops": "gflops", "roofline": "roofline_percent",
+    "cpu_memory_usage": "cpu_memory_usage", "self_cpu_memory_usage": "self_cpu_memory_usage",
     "device_memory_usage": "device_memory_usage",
+    "self_device_memory_usage": "self_device_memory_usage",
     "cuda_memory_usage": "device_memory_usage",
+    "self_cuda_memory_usage": "self_device_memory_usage",
 }
+
+# Summed by ``add`` and ``total_average`` (bytes; net allocated minus freed).
+MEMORY_FIELDS = ("cpu_memory_usage", "self_cpu_memory_usage", "device_memory_usage",
+                 "self_device_memory_usage")
 
 
 @dataclass(eq=False)
@@ -41,7 +48,10 @@ class EventAverage:
     self_device_time_total: float = 0.0
     bytes: int = 0
     flops: int = 0
+    cpu_memory_usage: int = 0
+    self_cpu_memory_usage: int = 0
     device_memory_usage: int = 0
+    self_device_memory_usage: int = 0
     devices: list[str] = field(default_factory=list)
     # Seconds the roofline allows for the rated events (sum over events of
     # max(flops / peak_flops, bytes / peak_bw)) and the device seconds they took.
@@ -63,6 +73,8 @@ class EventAverage:
     cuda_time_total = property(lambda self: self.device_time_total)
     self_cuda_time_total = property(lambda self: self.self_device_time_total)
     cuda_time = property(lambda self: self.device_time)
+    cuda_memory_usage = property(lambda self: self.device_memory_usage)
+    self_cuda_memory_usage = property(lambda self: self.self_device_memory_usage)
 
     @property
     def gbps(self) -> float:
@@ -92,7 +104,8 @@ class EventAverage:
         self.self_device_time_total += ev.self_device_time_total
         self.bytes += ev.bytes
         self.flops += ev.flops
-        self.device_memory_usage += ev.memory_bytes
+        for name in MEMORY_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(ev, name))
         if ev.device and ev.device not in self.devices:
             self.devices.append(ev.device)
         seconds = ev.device_time_total * 1e-6
@@ -131,7 +144,8 @@ class EventList(list):
         for r in self:
             r = r if isinstance(r, EventAverage) else _single(r)
             for name in ("count", "cpu_time_total", "self_cpu_time_total", "device_time_total",
-                         "self_device_time_total", "bytes", "flops", "roofline_s", "rated_s"):
+                         "self_device_time_total", "bytes", "flops", "roofline_s", "rated_s",
+                         *MEMORY_FIELDS):
                 setattr(total, name, getattr(total, name) + getattr(r, name))
         return total
 
@@ -196,8 +210,8 @@ def format_table(rows: list[EventAverage], sort_by: str | None, row_limit: int,
         rows = rows[:row_limit]
     columns = ["Name", "Self CPU %", "Self CPU", "CPU total", "CPU time avg", "Device total",
                "Device avg", "# of Calls", "GB/s", "GFLOP/s", "% roofline"]
-    if with_memory:
-        columns.append("Device Mem")
+    if with_memory:  # PyTorch's "CPU Mem", "Self CPU Mem", "CUDA Mem", "Self CUDA Mem"
+        columns += ["CPU Mem", "Self CPU Mem", "Device Mem", "Self Device Mem"]
     if with_shapes:
         columns.append("Input Shapes")
     body = []
@@ -209,7 +223,7 @@ def format_table(rows: list[EventAverage], sort_by: str | None, row_limit: int,
                  format_time(r.device_time_total), format_time(r.device_time), str(r.count),
                  _num(r.gbps), _num(r.gflops), _num(r.roofline_percent, 1)]
         if with_memory:
-            cells.append(_bytes(r.device_memory_usage))
+            cells += [_bytes(getattr(r, name)) for name in MEMORY_FIELDS]
         if with_shapes:
             cells.append(str(r.input_shapes))
         body.append(cells)

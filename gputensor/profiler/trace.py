@@ -47,8 +47,10 @@ def trace_events(events: Iterable[Event], start_ns: int) -> list[dict[str, Any]]
         if ev.bytes or ev.flops:
             args["bytes"] = ev.bytes
             args["flops"] = ev.flops
-        if ev.memory_bytes:
-            args["device_memory_bytes"] = ev.memory_bytes
+        if ev.cpu_memory_usage:
+            args["cpu_memory_bytes"] = ev.cpu_memory_usage
+        if ev.device_memory_usage:
+            args["device_memory_bytes"] = ev.device_memory_usage
         args.update(ev.extra)
         if ev.kind == LAUNCH:
             out.append({"name": ev.name, "cat": "kernel", "ph": "X", "ts": ts,

@@ -127,7 +127,9 @@ def plan(a: np.ndarray, dims: tuple[int, ...]) -> Plan:
         if p is not None:
             if len(_PLAN_CACHE) > 4096:
                 _PLAN_CACHE.clear()
-            _PLAN_CACHE[key] = p
+            cached = copy.copy(p)
+            cached.flat = None  # the cache keeps the geometry, never the input's memory alive
+            _PLAN_CACHE[key] = cached
             return p
     # Fallback: one copy with the kept dims first and the reduced dims last.
     c = np.ascontiguousarray(a.transpose(kept + sorted(reduced)))

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 import gputensor as gt
+
+torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.skipif(not gt.cuda.is_available(),
                                 reason="no CUDA runtime (set GPUTENSOR_CUDA_EMULATOR=1)")
