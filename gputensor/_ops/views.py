@@ -148,6 +148,8 @@ def adjoint(input: Tensor) -> Tensor:
 
 
 def _T(self: Tensor) -> Tensor:
+    if len(self._shape) <= 2:  # the common case: t() skips permute's dim parsing
+        return t(self)
     return permute(self, list(range(self.dim() - 1, -1, -1)))
 
 
