@@ -179,8 +179,9 @@ def test_the_profilers_own_records_are_not_counted(device):
     rng = ranges(prof)["loop"]
     assert len(rng.children) == 300
     # Python objects an op frees into a free list read as kept, and the emulator's launches
-    # churn some: a few dozen bytes an op. The records are ~400 bytes an event.
-    assert abs(rng.cpu_memory_usage) <= 300 * 100
+    # churn some: up to ~130 bytes an op seen after the whole suite ran in the same worker.
+    # Counting the records would read >= 344 bytes an op (cpu) and ~1250 (cuda).
+    assert abs(rng.cpu_memory_usage) <= 300 * 200
     assert rng.device_memory_usage == 0
 
 
