@@ -32,8 +32,7 @@ def check_indices(indices: Tensor, size: tuple[int, ...], op_name: str) -> None:
     S, nnz = indices._shape
     if nnz == 0:
         return
-    lo = indices.amin(1).cpu().tolist()
-    hi = indices.amax(1).cpu().tolist()
+    lo, hi = gt.stack([indices.amin(1), indices.amax(1)]).cpu().tolist()  # one device read
     for d in range(S):
         if lo[d] < 0:
             raise RuntimeError(f"{op_name}: found negative index {lo[d]} for dim {d}")
