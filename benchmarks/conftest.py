@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
+from gputensor.info import usable_cores
 
 try:
     import torch
@@ -25,15 +26,7 @@ except ImportError:  # torch is an optional comparison point
     torch = None
 
 
-def core_count() -> int:
-    """Cores this process may run on (the affinity mask, not the host's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
-CORES = core_count()
+CORES = usable_cores()
 if torch is not None and torch.get_num_threads() != CORES:
     # Same thread count as Numba's pool and OpenBLAS, so the comparison is like for like. Only
     # when it differs: calling set_num_threads, even with torch's own default, sends torch's

@@ -55,6 +55,7 @@ def cpu_model() -> str:
 
 
 def usable_cores() -> int:
+    """Cores this process may run on (its affinity mask, not the host's total)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:

@@ -91,8 +91,8 @@ def device_name(device: str) -> tuple[str, bool]:
     """(a readable name, whether it is the CUDA emulator)."""
     if device == "cuda":
         return gt.cuda.get_device_name(0), gt.cuda.runtime_name() == "emulator"
-    from gputensor.info import cpu_model
-    return f"{cpu_model()}, {libs.core_count()} cores usable", False
+    from gputensor.info import cpu_model, usable_cores
+    return f"{cpu_model()}, {usable_cores()} cores usable", False
 
 
 def parser() -> argparse.ArgumentParser:

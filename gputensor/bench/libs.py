@@ -13,7 +13,6 @@ which is always there as the host baseline.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -51,14 +50,6 @@ def _version(dist: str, module: ModuleType | None = None) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "?"
-
-
-def core_count() -> int:
-    """Cores this process may run on (its affinity mask, not the host's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 def gputensor_lib(device: str) -> Lib:
