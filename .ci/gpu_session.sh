@@ -1,26 +1,66 @@
 #!/usr/bin/env bash
-# Run the device-parametrised suites on a machine with a real NVIDIA GPU and CuPy (the CuPy
-# driver, not the emulator), four pytest processes side by side; results go to $OUT (or ./gpu-out).
-# Used from a lent GPU machine that has the dependencies but no network and no install:
-# the package directories are linked into gputensor/ so the source tree imports as is.
+# The project's GPU session: one prepared script for a machine with a real NVIDIA GPU and CuPy
+# (the CuPy driver, not the emulator). Everything it writes goes under $OUT (or ./gpu-out);
+# each stage has its own time box and the whole run ends within ~9.5 minutes, stages in order
+# of importance. Used from a lent GPU machine that has the dependencies but no network and no
+# install: the package directories are linked into gputensor/ so the source tree imports as is.
+#   OUT=... .ci/gpu_session.sh            (dry run: GPUTENSOR_CUDA_EMULATOR=1 .ci/gpu_session.sh)
 set -u
 OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.."
 for d in storage kernels autograd; do [ -e gputensor/$d ] || ln -s ../$d gputensor/$d; done
-export GPUTENSOR_CACHE_DIR=$PWD/.gtcache
-nvidia-smi -L
-timeout 200 python -m gputensor selftest --device cuda > "$OUT/selftest.txt" 2>&1
+export GPUTENSOR_CACHE_DIR=${GPUTENSOR_CACHE_DIR:-$PWD/.gtcache} PYTHONPATH=$PWD PYTHONUNBUFFERED=1
+PY=${PY:-python3}
+START=$SECONDS
+LIMIT=${GPU_SESSION_LIMIT:-560}   # seconds for the whole session
+left() { echo $(( LIMIT - (SECONDS - START) )); }
+box() { local want=$1 l; l=$(left); [ "$l" -lt "$want" ] && want=$l; [ "$want" -lt 5 ] && want=5; echo "$want"; }
+stage() { echo "== $1 ($(( SECONDS - START )) s)"; }
+
+stage info
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv
+  $PY -c "import sys, cupy, numpy, numba, torch; print(sys.version.split()[0], 'cupy', cupy.__version__, 'numpy', numpy.__version__, 'numba', numba.__version__, 'torch', torch.__version__)"
+  $PY -c "import gputensor as gt; from gputensor.kernels.cuda import nvrtc; gt.cuda.init(); print('runtime', gt.cuda.runtime_name(), gt.cuda.get_device_name(), gt.cuda.get_device_capability()); print('nvrtc', nvrtc.version(), nvrtc.toolkit())"
+} > "$OUT/info.txt" 2>&1
+cat "$OUT/info.txt"
+
+stage "precompile (NVRTC, every backend source, all cores)"
+timeout "$(box 150)" $PY -m gputensor.kernels.cuda.binaries auto > "$OUT/precompile.txt" 2>&1
+echo "precompile rc=$? $(tail -1 "$OUT/precompile.txt")"
+
+stage "tests/gpu"
+timeout "$(box 120)" $PY -m pytest -q -p no:cacheprovider -o addopts="" -rA --tb=short tests/gpu \
+    > "$OUT/tests_gpu.txt" 2>&1
+echo "tests/gpu rc=$? $(tail -1 "$OUT/tests_gpu.txt")"
+
+stage "independent checks (shared/gpu/gpu_checks.py)"
+if [ -f .gpucheck/gpu_checks.py ]; then
+    for c in info ftz readback_race deferred_error_race default_stream_event two_pools \
+             devicearray_sync bmm_loop pinned_reuse stale_cache record_stream; do
+        echo "-- $c"; timeout "$(box 60)" $PY .gpucheck/gpu_checks.py "$c" 2>&1 | tail -25
+    done > "$OUT/gpu_checks.txt" 2>&1
+    grep "^CHECK" "$OUT/gpu_checks.txt"
+else
+    echo "no .gpucheck/gpu_checks.py (copy ../shared/gpu/gpu_checks.py there)"
+fi
+
+stage "benchmarks/gpu_bench.py"
+timeout "$(box 150)" $PY benchmarks/gpu_bench.py --out "$OUT/gpu_bench.json" > "$OUT/gpu_bench.txt" 2>&1
+echo "gpu_bench rc=$?"; tail -25 "$OUT/gpu_bench.txt"
+
+stage "selftest"
+timeout "$(box 100)" $PY -m gputensor selftest --device cuda > "$OUT/selftest.txt" 2>&1
 echo "selftest rc=$? $(tail -1 "$OUT/selftest.txt")"
-run() {  # name, paths...
-    local name=$1; shift
-    timeout 420 python -m pytest -q -k cuda -p no:cacheprovider --tb=short -o addopts="" "$@" \
-        --junitxml="$OUT/$name.xml" > "$OUT/$name.txt" 2>&1
-    echo "$name rc=$? $(tail -1 "$OUT/$name.txt")"
-}
-run gputensor tests/gputensor &
-run autograd tests/autograd tests/storage tests/kernels &
-run nn tests/nn &
-run rest tests/optim tests/utils tests/test_training.py tests/test_serialization.py \
-    tests/datasets tests/cuda &
-wait
+
+stage "device-parametrised suites on cuda (what time is left)"
+if [ "$(left)" -gt 30 ]; then
+    timeout "$(box 600)" $PY -m pytest -q -k cuda -p no:cacheprovider -o addopts="" --tb=line \
+        -n 12 tests/gputensor tests/autograd tests/nn tests/optim tests/sparse tests/storage \
+        tests/utils tests/test_training.py tests/test_serialization.py \
+        > "$OUT/suites.txt" 2>&1
+    echo "suites rc=$? $(tail -1 "$OUT/suites.txt")"
+    grep -E "^(FAILED|ERROR)" "$OUT/suites.txt" | head -40
+fi
+stage done

@@ -355,12 +355,18 @@ def mark_not_implemented(op_name: str, result: Any, args: Sequence[Any],
     if not pending:
         return
     edges = [edge_of(t) for t in inputs if t._requires_grad]
-    if not edges:
-        return
-    node = NotImplementedNode.__new__(NotImplementedNode)
+    if edges:
+        attach_raising_node(NotImplementedNode, op_name, pending, edges)
+
+
+def attach_raising_node(node_cls: type, op_name: str, outputs: Sequence[Any],
+                        edges: Sequence[Any]) -> None:
+    """Make one ``node_cls`` (a NotImplementedNode) with ``edges`` the history of ``outputs``:
+    backward raises, naming ``op_name``, only if it reaches them."""
+    node = node_cls.__new__(node_cls)
     node._init(tuple(edges))
     node.op_name = op_name
-    for i, t in enumerate(pending):
+    for i, t in enumerate(outputs):
         t.grad_fn = node
         t._requires_grad = True
         t._output_nr = i

@@ -99,13 +99,19 @@ def numel(input: Tensor) -> _builtins.int:
 
 
 # 7. submodules in dependency order ---------------------------------------------------------------
-from gputensor import autograd, cuda, return_types, sparse  # noqa: E402
+from gputensor import autograd, backends, cuda, return_types, sparse  # noqa: E402
+from gputensor.backends.cuda import (  # noqa: E402
+    get_float32_matmul_precision,
+    set_float32_matmul_precision,
+)
 from gputensor.sparse import sparse_coo_tensor  # noqa: E402
 from gputensor import serialization  # noqa: E402
 from gputensor.serialization import load, save  # noqa: E402
 from gputensor import nn, optim, utils  # noqa: E402
 from gputensor import datasets  # noqa: E402
 from gputensor import profiler  # noqa: E402
+from gputensor import library  # noqa: E402
+from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,
     inference_mode,
@@ -127,7 +133,8 @@ _HANDWRITTEN = [
     "inference_mode", "is_grad_enabled", "is_inference_mode_enabled",
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "default_generator", "save", "load", "serialization", "nn", "optim", "utils",
-    "datasets", "sparse_coo_tensor",
+    "datasets", "sparse_coo_tensor", "backends", "get_float32_matmul_precision",
+    "set_float32_matmul_precision", "library", "ops",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

@@ -540,6 +540,19 @@ class Tensor:
     def is_pinned(self) -> bool:
         return self._storage.is_pinned()
 
+    def record_stream(self, stream: Any) -> None:
+        """Mark this CUDA tensor's memory as in use by ``stream``: when the tensor is freed,
+        its block is not reused until the work queued on ``stream`` by then has completed
+        (for tensors made on one stream and used on another), as PyTorch's."""
+        from gputensor.cuda.streams import Stream
+
+        if self.device.type != "cuda":
+            raise RuntimeError(f"record_stream expects a CUDA tensor, got one on {self.device}")
+        if not isinstance(stream, Stream):
+            raise TypeError(f"record_stream(): argument 'stream' must be a "
+                            f"gputensor.cuda.Stream, not {type(stream).__name__}")
+        self._storage._buf.record_stream(stream.raw)
+
     def share_memory_(self) -> Tensor:
         self._storage.share_memory_()
         return self

@@ -3,8 +3,8 @@
 Sections: gputensor (versions), devices (CPU cores; CUDA devices with name, memory and compute
 capability), backends (kernels registered per backend and layout), ops, NVRTC (the CUDA
 compile check: library, version, a trivial kernel compiled), emulator (g++ and whether it
-serves "cuda"), CuPy, caches (the emulator's build cache and the Numba kernel cache, with their
-sizes on disk).
+serves "cuda"), CuPy, caches (the emulator's and NVRTC's build caches and the Numba kernel
+cache, with their sizes on disk).
 
 Every probe is cheap and none needs a GPU: a probe that fails shows its error instead of
 stopping the report. ``collect()`` returns the figures as a dict (``--json`` prints it);
@@ -202,10 +202,12 @@ def caches_section() -> Section:
     import numba
 
     from gputensor.kernels.cpu import codegen
+    from gputensor.kernels.cuda import binaries
     from gputensor.kernels.cuda.emulator import build
 
     out: Section = {}
     for label, path in (("emulator builds", build.cache_dir()),
+                        ("NVRTC builds (GPU)", binaries.cache_dir()),
                         ("numba kernels", codegen.cache_dir())):
         size, files = dir_size(path)
         out[label] = f"{path} ({fmt_bytes(size)}, {files} files)"

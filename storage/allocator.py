@@ -69,6 +69,19 @@ class CPUDriver:
 
 
 DRIVERS: dict[str, DeviceDriver] = {"cpu": CPUDriver()}
+# Why a device type could not start (set by its lazy initialiser): every "not available" error
+# carries it, so `.cuda()`, `tensor(device="cuda")` and `Module.cuda()` say what went wrong.
+UNAVAILABLE_REASONS: dict[str, str] = {}
+
+
+def unavailable_message(device_type: str = "cuda") -> str:
+    """The error text for a device type without a driver, with the reason when one is known."""
+    why = UNAVAILABLE_REASONS.get(device_type, "")
+    base = CUDA_UNAVAILABLE if device_type == "cuda" else \
+        f"no memory driver for device type {device_type!r}"
+    return f"{base} ({why})" if why else base
+
+
 CUDA_UNAVAILABLE = ("CUDA is not available: no CUDA memory driver is registered (the CUDA "
                     "backend needs an NVIDIA GPU with CuPy, or the CPU emulator of CUDA kernels)")
 
@@ -93,5 +106,5 @@ def driver_for(device_type: str) -> DeviceDriver:
             if device_type in DRIVERS:
                 return DRIVERS[device_type]
         if device_type == "cuda":
-            raise RuntimeError(CUDA_UNAVAILABLE) from None
+            raise RuntimeError(unavailable_message("cuda")) from None
         raise RuntimeError(f"no memory driver for device type {device_type!r}") from None

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .allocator import CUDA_UNAVAILABLE, DRIVERS, LAZY_INIT
+from .allocator import DRIVERS, LAZY_INIT, unavailable_message
 
 # mover(dst, dst_offset, src, src_offset, count); offsets and count are in elements.
 Mover = Callable[..., None]
@@ -91,5 +91,5 @@ def copy_storage(dst, src, count: int | None = None, dst_offset: int = 0,
 def _why_missing(*device_types: str) -> str:
     missing = [t for t in device_types if t not in DRIVERS]
     if "cuda" in missing:
-        return CUDA_UNAVAILABLE
+        return unavailable_message("cuda")
     return f"no driver registered for device type(s) {missing}"

@@ -20,7 +20,13 @@ from typing import Any
 
 from gputensor._legacy import types_in
 from gputensor.kernels.cuda import device as _device
-from gputensor.storage.allocator import CUDA_UNAVAILABLE, DRIVERS, LAZY_INIT
+from gputensor.storage.allocator import (
+    CUDA_UNAVAILABLE,
+    DRIVERS,
+    LAZY_INIT,
+    UNAVAILABLE_REASONS,
+    unavailable_message,
+)
 from gputensor.storage.typed import STORAGE_TYPES
 
 EMULATOR_ENV = "GPUTENSOR_CUDA_EMULATOR"
@@ -37,7 +43,8 @@ def use_emulator() -> None:
 
 
 def _lazy_init() -> None:
-    """Pick the runtime: the emulator when asked for, else CuPy when it sees a GPU."""
+    """Pick the runtime: the emulator when asked for, else CuPy when it sees a GPU and a probe
+    kernel, built by the project's NVRTC step, compiles and runs there."""
     global _why_unavailable
     if os.environ.get(EMULATOR_ENV, "") not in ("", "0"):
         use_emulator()
@@ -46,9 +53,15 @@ def _lazy_init() -> None:
 
     ok, why = cupy_driver.is_usable()
     if ok:
-        _device.activate(cupy_driver.CupyRuntime())
+        try:
+            rt = cupy_driver.CupyRuntime()
+            cupy_driver.probe(rt)
+        except Exception as exc:  # no NVRTC, a driver too old for it, a failed launch, ...
+            ok, why = False, f"{type(exc).__name__}: {exc}"
+    if ok:
+        _device.activate(rt)
     else:
-        _why_unavailable = why
+        _why_unavailable = UNAVAILABLE_REASONS["cuda"] = why
 
 
 LAZY_INIT["cuda"] = _lazy_init
@@ -84,8 +97,7 @@ def init() -> None:
 
 def _require() -> None:
     if not is_available():
-        raise RuntimeError(CUDA_UNAVAILABLE + (f" ({_why_unavailable})" if _why_unavailable
-                                               else ""))
+        raise RuntimeError(unavailable_message("cuda"))
 
 
 def why_unavailable() -> str:
@@ -114,16 +126,21 @@ from .devices import (  # noqa: E402
     set_device,
 )
 from .devices import synchronize as _synchronize_device  # noqa: E402
+from .kernels import CudaKernel, CudaModule, compile_kernel, load_inline  # noqa: E402
 from .memory import (  # noqa: E402
     OutOfMemoryError,
     empty_cache,
     max_memory_allocated,
+    max_memory_reserved,
+    mem_get_info,
     memory_allocated,
     memory_reserved,
     memory_stats,
     memory_summary,
+    reset_accumulated_memory_stats,
     reset_max_memory_allocated,
     reset_peak_memory_stats,
+    set_per_process_memory_fraction,
 )
 from .random import (  # noqa: E402
     get_rng_state,
@@ -147,11 +164,14 @@ from .streams import (  # noqa: E402
 )
 
 __all__ = [
+    "CudaKernel", "CudaModule", "compile_kernel", "load_inline",
     "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
     "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported",
-    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated", "memory",
+    "is_initialized", "manual_seed", "manual_seed_all", "max_memory_allocated",
+    "max_memory_reserved", "mem_get_info", "memory", "reset_accumulated_memory_stats",
+    "set_per_process_memory_fraction",
     "memory_allocated", "memory_reserved", "memory_stats", "memory_summary", "random",
     "reset_max_memory_allocated", "reset_peak_memory_stats", "runtime_name", "seed",
     "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "set_stream", "stream",

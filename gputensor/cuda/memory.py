@@ -37,9 +37,35 @@ def memory_reserved(device: Any = None) -> int:
     return int(_rt(device).memory_reserved())
 
 
+def max_memory_reserved(device: Any = None) -> int:
+    """The peak of ``memory_reserved`` since start or the last ``reset_peak_memory_stats``."""
+    return int(_rt(device).max_memory_reserved())
+
+
 def reset_peak_memory_stats(device: Any = None) -> None:
-    """Restart peak tracking from the current allocation."""
+    """Restart every peak counter from its current value."""
     _rt(device).reset_peak_memory_stats()
+
+
+def reset_accumulated_memory_stats(device: Any = None) -> None:
+    """Restart the allocated/freed totals and the event counts (``num_ooms``, ...) from 0."""
+    _rt(device).stats.reset_accumulated()
+
+
+def mem_get_info(device: Any = None) -> tuple[int, int]:
+    """(free, total) bytes of device memory, as the driver reports them."""
+    return _rt(device).mem_get_info()
+
+
+def set_per_process_memory_fraction(fraction: float, device: Any = None) -> None:
+    """Cap this process's caching allocator at ``fraction`` of the device's memory: an
+    allocation past it raises OutOfMemoryError (after releasing the cache and retrying)."""
+    if not isinstance(fraction, float | int) or isinstance(fraction, bool):
+        raise TypeError(f"Invalid type for fraction argument, must be `float`, got "
+                        f"{type(fraction).__name__}")
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"Invalid fraction value: {fraction}. Allowed range: 0~1")
+    _rt(device).set_memory_fraction(float(fraction))
 
 
 def reset_max_memory_allocated(device: Any = None) -> None:
@@ -55,15 +81,9 @@ def empty_cache() -> None:
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:
-    """The allocator's counters under PyTorch's key names (the subset the runtimes track)."""
-    rt = _rt(device)
-    allocated, reserved = int(rt.memory_allocated()), int(rt.memory_reserved())
-    return {
-        "allocated_bytes.all.current": allocated,
-        "allocated_bytes.all.peak": int(rt.max_memory_allocated()),
-        "reserved_bytes.all.current": reserved,
-        "inactive_split_bytes.all.current": reserved - allocated,
-    }
+    """The allocator's counters under PyTorch's key names (kernels/cuda/memstats.py): every
+    device allocation, CuPy's cuBLAS temporaries included, comes from this one pool."""
+    return dict(_rt(device).memory_stats())
 
 
 def _fmt(n: int) -> str:
@@ -99,7 +119,8 @@ def memory_summary(device: Any = None, abbreviated: bool = False) -> str:
 
 
 __all__ = [
-    "OutOfMemoryError", "empty_cache", "max_memory_allocated", "memory_allocated",
-    "memory_reserved", "memory_stats", "memory_summary", "reset_max_memory_allocated",
-    "reset_peak_memory_stats",
+    "OutOfMemoryError", "empty_cache", "max_memory_allocated", "max_memory_reserved",
+    "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats", "memory_summary",
+    "reset_accumulated_memory_stats", "reset_max_memory_allocated", "reset_peak_memory_stats",
+    "set_per_process_memory_fraction",
 ]

@@ -1,10 +1,12 @@
 """CUDA streams and events, PyTorch-shaped, over the runtime's own stream and event objects.
 
 A :class:`Stream` wraps ``runtime().create_stream()`` (a CuPy stream on a GPU, an always-complete
-stream in the emulator); the default stream wraps nothing and stands for the device's legacy
-stream. ``with gt.cuda.stream(s):`` makes ``s`` current: kernels launch on it (the runtime's
-own stream is entered too, which is how CuPy picks the stream of a launch) and the "cuda"
-storage driver orders its copies on it. Events wrap ``runtime().create_event()``.
+stream in the emulator); the default stream wraps ``runtime().default_stream()`` (CuPy's null
+stream, the device's legacy stream), so its events, waits and queries act on that stream
+whatever stream is current. ``with gt.cuda.stream(s):`` makes ``s`` current: kernels launch
+on it (the runtime's own stream is entered too, which is how CuPy picks the stream of a
+launch), and the "cuda" storage driver orders its copies and host reads on it. Events wrap
+``runtime().create_event()``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ class Stream:
         self.priority = int(priority)
         self._runtime = rt
         self._default = _default
-        self.raw = None if _default else (_raw if _raw is not None else rt.create_stream())
+        if _raw is not None:
+            self.raw = _raw
+        else:
+            self.raw = rt.default_stream() if _default else rt.create_stream()
 
     @property
     def device(self) -> Any:
@@ -49,35 +54,28 @@ class Stream:
     @property
     def cuda_stream(self) -> int:
         """The native handle (0 for the default stream)."""
-        if self.raw is None:
+        if self._default:
             return 0
         return int(getattr(self.raw, "ptr", id(self.raw)))
 
     def query(self) -> bool:
         """True when all work queued on this stream has completed."""
-        if self.raw is None:
-            ev = Event()
-            ev.record(self)
-            return ev.query()
         return _done(self.raw)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has completed (then raise any error a
         kernel recorded since the last check)."""
-        if self.raw is None:
-            self._runtime.synchronize()
-        else:
-            self.raw.synchronize()
+        self.raw.synchronize()
         _errors.check_pending()
 
     def wait_event(self, event: Event) -> None:
         """Make work queued on this stream after now wait for ``event``."""
         if not event._recorded:
             return  # PyTorch: waiting on a never-recorded event does nothing
-        fn = getattr(self.raw, "wait_event", None) if self.raw is not None else None
+        fn = getattr(self.raw, "wait_event", None)
         if callable(fn):
             fn(event.raw)
-        else:  # the default stream, or a runtime that runs work when issued: the host waits
+        else:  # a runtime that runs work when issued (the emulator): the host waits
             event.synchronize()
 
     def wait_stream(self, stream: Stream) -> None:
@@ -101,9 +99,7 @@ class Stream:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
             return NotImplemented
-        if self.raw is None or other.raw is None:
-            return self.raw is other.raw and self.device_index == other.device_index
-        return self.raw is other.raw
+        return self.raw is other.raw and self.device_index == other.device_index
 
     def __hash__(self) -> int:
         return hash((self.device_index, id(self.raw)))

@@ -1,12 +1,32 @@
 """The recording side of a running profiler: what a hooked kernel call, CUDA launch, device
 copy or ``record_function`` range turns into.
 
-Device time:
-- the CPU backend and the CUDA emulator run synchronously, so the wall time around the call is
-  its device time;
-- CuPy (a real GPU) queues launches asynchronously: a pair of CUDA events is recorded around
-  each on the current stream and resolved once, when the profile stops (one synchronize, not
-  one per launch). That is the only CuPy-specific code here (``_CupyTimer``).
+What is measured (``Event.device_ns``; host times are ``start_ns``/``end_ns`` everywhere):
+- the CPU backend: the wall time around the kernel call (it runs before the call returns);
+- the CUDA emulator: the same, for launches, backend kernels and copies alike. The emulator
+  runs every launch and copy on the host before the call returns, so host time is device time
+  (there is no queue and no separate device clock);
+- CuPy (a real GPU): launches and copies are queued, so the host time around a call is only
+  its submission. Each launch, each CUDA backend kernel call and each copy touching the
+  device gets a pair of CUDA events, recorded right before and right after the call ON THE
+  STREAM THE WORK IS QUEUED ON (the current ``gt.cuda.stream``'s raw stream, else CuPy's
+  current stream: where a launch or copy without an explicit stream goes). Nothing waits
+  while the profile runs; when it stops, ``finish()`` synchronizes the last end event of each
+  stream used (once) and reads every pair's ``elapsed_time`` (``_EventTimer``).
+  The device time is thus the GPU time between the two events on that stream. Queued behind
+  earlier work, the start event completes when that work has, so waiting in the queue is
+  excluded and the figure is the work itself (work on another stream running at the same time
+  slows it, and that shows). On an idle stream the start event completes as soon as it is
+  recorded, so the pair also spans the host's submission (argument conversion and the launch
+  call): a short kernel on an idle GPU reads as about its submission time. On an H200, a
+  16M-element float32 add read 50 us queued behind matmuls and 76 us on an idle stream (27 us
+  of submission); CuPy's events around ten back-to-back adds gave 63 us each.
+  The submission is the launch event's host span (``time_range``, ``start_ns``..``end_ns``,
+  which excludes the event records); it is part of the calling kernel's CPU time, a launch
+  has none of its own. A host read (DtoH without a stream) is a copy like the others: its
+  start event sits on the stream it waits for, behind that stream's work, so its device time
+  is the transfer (plus the host's wake-up: the end event is recorded once the read
+  returned), not the wait. A schedule's warm-up steps record no events.
 
 Memory (profile_memory, kept events only): each kernel, launch, copy and range reads the
 allocation counters (memory.py) when it opens and when it closes; the difference is its
@@ -43,37 +63,81 @@ from .memory import MemoryMeter
 _now = time.perf_counter_ns
 
 
-class _CupyTimer:
-    """CUDA events around device work on CuPy's current stream, resolved lazily.
+class _EventTimer:
+    """CUDA event pairs around device work on a CuPy runtime, resolved once at the end.
 
-    CuPy documentation: ``cupy.cuda.get_current_stream()`` is the stream a RawKernel launched
-    without an explicit stream goes to; ``cupy.cuda.Event()`` is created with timing enabled
-    (``disable_timing=False``); ``Event.record(stream)`` enqueues it on ``stream``;
-    ``cupy.cuda.get_elapsed_time(start, end)`` is the time between two recorded events in ms
-    (after they completed: the runtime's ``synchronize()`` waits for everything queued).
+    ``begin(stream)`` records a start event on the stream the work is about to be queued on
+    (``stream_now()``); ``end(stream)`` records the end event on that same stream. Neither
+    waits for the GPU. ``resolve(events)`` (the profile stopping) synchronizes the last end
+    event recorded on each stream (events on one stream complete in order, so that is every
+    event on it) and reads each pair's elapsed time. Events are created per pair: on an H200,
+    ``cupy.cuda.Event()`` took 0.6 us against 1.1 us per record, so a pool would save little.
+
+    Runtime calls used (runtime.py's interface): ``create_event()`` (CuPy: ``cupy.cuda.Event()``,
+    timing enabled), ``event.record(stream)`` (enqueues the event on ``stream``),
+    ``event.synchronize()``, ``elapsed_time(start, end)`` (ms; both events must be complete);
+    plus ``cupy.cuda.get_current_stream()``, the stream CuPy queues a launch or copy made
+    without an explicit stream on (the one ``gt.cuda.stream(s)`` entered, else
+    ``Stream.null``).
     """
 
-    def __init__(self, cp: Any) -> None:
-        self.cp = cp
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self._current = rt.cp.cuda.get_current_stream
+        self._last: dict[int, Any] = {}  # stream handle -> the last end event recorded on it
 
-    def mark(self) -> Any:
-        event = self.cp.cuda.Event()
-        event.record(self.cp.cuda.get_current_stream())
+    def stream_now(self) -> Any:
+        """The raw stream work queued now goes to: the current ``gt.cuda.stream``'s (what the
+        storage driver passes to copies and casts), else CuPy's current stream (what a launch
+        with ``stream=None`` uses; the same stream whenever a gt stream is entered)."""
+        stream = _storage_driver().STREAM_HOOK()
+        return self._current() if stream is None else stream
+
+    def begin(self, stream: Any) -> Any:
+        event = self.rt.create_event()
+        event.record(stream)
         return event
 
-    def elapsed_ns(self, start: Any, end: Any) -> float:
-        return float(self.cp.cuda.get_elapsed_time(start, end)) * 1e6
+    def end(self, stream: Any) -> Any:
+        event = self.rt.create_event()
+        event.record(stream)
+        self._last[_stream_key(stream)] = event
+        return event
+
+    def resolve(self, events: Sequence[Event]) -> None:
+        """Fill ``device_ns`` of ``events`` (whose ``timing`` is ``(self, start, end)``)."""
+        last, self._last = list(self._last.values()), {}
+        for event in last:  # one wait per stream used, none per launch
+            event.synchronize()
+        elapsed = self.rt.elapsed_time
+        for ev in events:
+            _, start, end = ev.timing
+            ev.device_ns = float(elapsed(start, end)) * 1e6
+            ev.timing = None
 
 
-def _cupy_timer(device: str) -> _CupyTimer | None:
-    """A CUDA-event timer when ``device`` is served by CuPy, None for synchronous devices."""
+def _stream_key(stream: Any) -> int:
+    ptr = getattr(stream, "ptr", None)
+    return id(stream) if ptr is None else int(ptr)
+
+
+def _storage_driver() -> Any:
+    from gputensor.kernels.cuda import storage_driver
+
+    return storage_driver
+
+
+def _event_timer(device: str) -> _EventTimer | None:
+    """An event timer when ``device`` is served by CuPy; None for devices that run work
+    synchronously (the CPU, the CUDA emulator), which are timed on the host."""
     if not device.startswith("cuda"):
         return None
     from gputensor.kernels.cuda import device as cuda_device
 
     rt = cuda_device.active()
-    cp = getattr(rt, "cp", None)  # CupyRuntime keeps the cupy module; the emulator has none
-    return None if cp is None else _CupyTimer(cp)
+    # CupyRuntime keeps the cupy module; the emulator runs every launch and copy before it
+    # returns, so the host time around it is its device time.
+    return None if getattr(rt, "cp", None) is None else _EventTimer(rt)
 
 
 class Recorder:
@@ -92,7 +156,7 @@ class Recorder:
         self.start_ns = _now()
         self.end_ns = 0
         self._local = threading.local()
-        self._timers: dict[str, _CupyTimer | None] = {}
+        self._timers: dict[str, _EventTimer | None] = {}
         # profile_memory: the counters, the ranges still open (their counters at open), how
         # many events are open at top level (all threads) and the counters when that last
         # dropped to zero. A warm-up's events are dropped, so it meters nothing.
@@ -124,9 +188,11 @@ class Recorder:
         stack.append(ev)
         return stack
 
-    def _timer(self, device: str) -> _CupyTimer | None:
+    def _timer(self, device: str) -> _EventTimer | None:
+        if not self.keep:  # a warm-up's events are dropped: nothing to time on the device
+            return None
         if device not in self._timers:
-            self._timers[device] = _cupy_timer(device)
+            self._timers[device] = _event_timer(device)
         return self._timers[device]
 
     # -- memory (profile_memory) ---------------------------------------------------------------
@@ -223,23 +289,27 @@ class Recorder:
         if meter is not None:
             self._mem_opened(ev, mem0, len(stack) == 1)
         timer = self._timer(device)
-        mark = timer.mark() if timer is not None else None
+        if timer is not None:  # before the host clock: the event record is not the call's
+            stream = timer.stream_now()
+            start = timer.begin(stream)
         # With a meter, the reads bracket the call inside the timestamps: a timestamp is an
         # int allocated, and inside the bracket it would count as the call's memory.
         ev.start_ns = _now()
         if meter is not None:
             meter.leave()
+        done = False
         try:
             result = call()
+            done = True
         finally:
             mem1 = meter.enter() if meter is not None else None
             ev.end_ns = _now()
+            if done and timer is not None:  # the end event: only the clock reads before it
+                ev.timing = FreshTuple((timer, start, timer.end(stream)))
             if mem1 is not None:
                 self._mem_closed(ev, mem0, mem1)
             stack.pop()
-        if timer is not None:
-            ev.timing = (timer, mark, timer.mark())
-        else:
+        if timer is None:
             ev.device_ns = ev.end_ns - ev.start_ns  # an int: floats come from a free list
         return result
 
@@ -270,8 +340,8 @@ class Recorder:
         ev.bytes = count * dst.dtype.itemsize
         if direction in ("DtoD", "HtoH") and s_type == d_type:
             ev.bytes += count * src.dtype.itemsize
-        # Copies issued without a stream are synchronous on both runtimes: wall time.
-        self._timed(ev, "", lambda: mover(dst, dst_offset, src, src_offset, count), mem0)
+        # Timed like a kernel on ``device``: with CuPy, events on the stream it is queued on.
+        self._timed(ev, device, lambda: mover(dst, dst_offset, src, src_offset, count), mem0)
 
     # -- record_function ranges ------------------------------------------------------------------
     def open_range(self, name: str, args: Any = None) -> Event:
@@ -327,15 +397,12 @@ class Recorder:
                 self._finish_memory(self._meter)
             finally:
                 self._meter.close()
-        pending = [ev for ev in self.events if ev.timing is not None]
-        if pending:
-            from gputensor.kernels.cuda.device import runtime
-
-            runtime().synchronize()
-            for ev in pending:
-                timer, start, end = ev.timing
-                ev.device_ns = timer.elapsed_ns(start, end)
-                ev.timing = None
+        pending: dict[_EventTimer, list[Event]] = {}
+        for ev in self.events:
+            if ev.timing is not None:
+                pending.setdefault(ev.timing[0], []).append(ev)
+        for timer, events in pending.items():
+            timer.resolve(events)
         return self.events
 
     def _finish_memory(self, meter: MemoryMeter) -> None:

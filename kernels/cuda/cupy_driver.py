@@ -1,40 +1,54 @@
 """The device runtime on a real NVIDIA GPU through CuPy (imported lazily).
 
-Every CuPy call here follows CuPy's reference documentation (docs.cupy.dev):
-  cupy.cuda.MemoryPool (malloc, free_all_blocks, used_bytes, total_bytes) and the
-    "Memory Management" user guide (pools cache freed blocks; get_default_memory_pool);
-  cupy.cuda.PinnedMemoryPool (malloc); cupy.cuda.memory.OutOfMemoryError (raised by the pool);
-  cupy.cuda.MemoryPointer (copy_from_host / _async, copy_to_host / _async,
-    copy_from_device / _async taking a ctypes.c_void_p host pointer, offsets via ``+``;
-    async host copies need pinned memory, see alloc_host);
-  cupy.RawModule(code=, options=, name_expressions=) and RawModule.get_function;
-  cupy.RawKernel.__call__(grid, block, args, shared_mem=) (args: cupy.ndarray or NumPy
-    scalars), launched on a stream by entering it (cupy.cuda.Stream.__enter__);
-  cupy.cuda.Stream(non_blocking=) / synchronize; cupy.cuda.Event / record / synchronize;
-    cupy.cuda.get_elapsed_time;
-  cupy.cuda.runtime.getDeviceCount, deviceSynchronize, getDeviceProperties (a dict with
-    "name" (bytes), "totalGlobalMem", "multiProcessorCount", "major", "minor");
-  cupy.ndarray(shape, dtype, memptr=, strides=) and cupy.matmul for gemm.
+Every CuPy call here follows CuPy's reference documentation (docs.cupy.dev) and, where the
+documentation is silent, its sources (cupy/cuda/memory.pyx, function.pyx, pinned_memory.pyx,
+stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
+  memory: cupy.cuda.MemoryPool(allocator=) (malloc, free_all_blocks, used_bytes,
+    total_bytes, set_limit(fraction=)); its allocator returns cupy.cuda.MemoryPointer(
+    cupy.cuda.UnownedMemory(ptr, size, owner, device_id), 0) over a cupy.cuda.Memory(size)
+    (one cudaMalloc per pool segment, counted by its owner); cupy.cuda.using_allocator (CuPy's
+    own allocations from the project's pool); cupy.cuda.memory.OutOfMemoryError;
+    cupy.cuda.PinnedMemoryPool (malloc) and pinned_memory.is_memory_pinned;
+    cupy.cuda.runtime.memGetInfo;
+  copies: cupy.cuda.MemoryPointer.copy_from_host_async / copy_to_host_async /
+    copy_from_device_async(..., stream) with a ctypes.c_void_p host pointer, offsets via ``+``
+    (never the synchronous forms: they run on the legacy stream, which does not wait for the
+    non-blocking streams gt.cuda.Stream creates);
+  kernels: cupy.cuda.function.Module().load(image) (a CUBIN or PTX from the project's own
+    NVRTC step, binaries.py), Module.get_function(name), Function(grid, block, args,
+    shared_mem=, stream=) (stream=None: the current stream; args: NumPy scalars by value);
+  streams: cupy.cuda.Stream(non_blocking=True), Stream.null (the legacy default stream),
+    get_current_stream, Stream.synchronize / done / wait_event; cupy.cuda.Event(block=,
+    disable_timing=) / record / synchronize / done; cupy.cuda.get_elapsed_time;
+  device: cupy.cuda.runtime.getDeviceCount, getDevice, deviceSynchronize, driverGetVersion,
+    getDeviceProperties (a dict with "name" (bytes), "totalGlobalMem", "multiProcessorCount",
+    "major", "minor");
+  BLAS: cupy.cuda.device.get_cublas_handle and cupy_backends.cuda.libs.cublas.
+    gemmStridedBatchedEx (host-pointer alpha/beta; it sets the handle's stream to the
+    current stream).
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib
+import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from . import binaries, nvrtc
 from .emulator.build import Param, parse_kernels
 from .emulator.launch import _SCALARS, scalar_value
+from .memstats import MemoryStats
 from .runtime import (
     AllocationTable,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
-    apply_op,
     check_trans,
     gemm_extent,
     gemm_op_shape,
@@ -60,10 +74,31 @@ def is_usable() -> tuple[bool, str]:
     return True, ""
 
 
+_PROBE = 'extern "C" __global__ void gt_probe(long long* out, long long v) { out[0] = v + 1; }\n'
+
+
+def probe(rt: CupyRuntime) -> None:
+    """Compile (the project's NVRTC step), load, launch and read back a trivial kernel: CUDA
+    counts as available only when this works (a clear error says why not)."""
+    from .device import NVRTC_OPTIONS
+
+    module = rt.compile(_PROBE, "gt_probe", options=NVRTC_OPTIONS)
+    out = rt.alloc(8)
+    try:
+        rt.launch(rt.get_kernel(module, "gt_probe"), 1, 1, 0, [out, 41])
+        host = np.zeros(1, np.int64)
+        rt.memcpy_dtoh(host, out)
+    finally:
+        rt.free(out)
+    if int(host[0]) != 42:
+        raise RuntimeError(f"the probe kernel returned {int(host[0])} instead of 42")
+
+
 @dataclass(frozen=True)
 class CupyModule:
-    raw: Any                                 # cupy.RawModule
+    raw: Any                                 # cupy.cuda.function.Module (a loaded CUBIN/PTX)
     params: dict[str, tuple[Param, ...]]     # extern "C" kernels' parameters, from the source
+    lowered_names: dict[str, str]            # name expression -> mangled symbol
 
 
 @dataclass(frozen=True)
@@ -175,84 +210,272 @@ def _host_ptr(arr: np.ndarray) -> ctypes.c_void_p:
     return ctypes.c_void_p(arr.ctypes.data)
 
 
+class _Watch:
+    """Objects kept alive until the stream work recorded before an event completes (pinned
+    host buffers of async copies, device blocks a side stream still uses): CuPy's own
+    watch-list model (``cupy/cuda/pinned_memory.pyx``, ``_add_to_watch_list``)."""
+
+    def __init__(self) -> None:
+        self.items: deque[tuple[Any, Any]] = deque()
+
+    def add(self, event: Any, obj: Any) -> None:
+        self.items.append((event, obj))
+
+    def release_finished(self) -> None:
+        items = self.items
+        while items and items[0][0].done:
+            items.popleft()
+
+    def release_all(self) -> None:
+        """Wait for every watched event, then drop what it kept (a device-wide sync)."""
+        while self.items:
+            event, _ = self.items.popleft()
+            event.synchronize()
+
+
+class _StagingRing:
+    """Page-locked host memory for small uploads (kernel shapes and strides), reused as a ring
+    of chunks: a slice is written by the host, then copied by a queued async copy, so a chunk
+    is reused only after an event recorded behind its copies (on each stream that had one)
+    has completed; that is long done in practice, so an upload costs one memcpy and one
+    cudaMemcpyAsync, and no allocation, pointer query or event of its own."""
+
+    CHUNK = 64 * 1024
+    CHUNKS = 16
+
+    def __init__(self, rt: CupyRuntime) -> None:
+        self.rt = rt
+        self.buf = rt.alloc_host(self.CHUNK * self.CHUNKS)
+        self.address = self.buf.ctypes.data
+        self.events: list[list[Any]] = [[] for _ in range(self.CHUNKS)]
+        self.streams: list[Any] = []  # streams with copies out of the current chunk
+        self.chunk = 0
+        self.offset = 0
+        self.lock = threading.Lock()
+
+    def copy(self, mem: Any, data: np.ndarray, stream: Any) -> bool:
+        """Queue ``data`` (uint8, at most CHUNK bytes) to device memory ``mem`` on ``stream``
+        through the ring; False when it does not fit a chunk."""
+        n = data.nbytes
+        if n > self.CHUNK:
+            return False
+        with self.lock:
+            if self.offset + n > self.CHUNK:
+                self._next_chunk()
+            start = self.chunk * self.CHUNK + self.offset
+            self.offset += (n + 15) & ~15
+            if all(stream is not s for s in self.streams):
+                self.streams.append(stream)
+            self.buf[start:start + n] = data
+            mem.copy_from_host_async(ctypes.c_void_p(self.address + start), n, stream)
+        return True
+
+    def _next_chunk(self) -> None:
+        cuda = self.rt.cp.cuda
+        for s in self.streams:  # behind every copy out of the chunk being left
+            ev = cuda.Event(block=False, disable_timing=True)
+            ev.record(s)
+            self.events[self.chunk].append(ev)
+        self.streams = []
+        self.chunk = (self.chunk + 1) % self.CHUNKS
+        for ev in self.events[self.chunk]:  # its copies were queued a whole ring ago
+            if not ev.done:
+                ev.synchronize()
+        self.events[self.chunk] = []
+        self.offset = 0
+
+
 class CupyRuntime:
-    """The device runtime on CuPy (see runtime.py for the interface); device 0."""
+    """The device runtime on CuPy (see runtime.py for the interface); device 0.
+
+    ``stream=None`` in a copy or launch means CuPy's current stream (the one ``gt.cuda.stream``
+    entered, else the default stream), never the legacy stream behind it: a host read waits
+    for exactly the work queued before it on the stream it belongs to."""
 
     def __init__(self) -> None:
         self.cp = _import_cupy()
-        self.pool = self.cp.cuda.MemoryPool()
+        self.stats = MemoryStats()
+        self.pool = self.cp.cuda.MemoryPool(allocator=self._device_malloc)
         self.pinned_pool = self.cp.cuda.PinnedMemoryPool()
         self._table = AllocationTable()  # address -> cupy MemoryPointer (keeps the block alive)
-        self._peak = 0
+        self._watch = _Watch()
+        # A tensor's block is freed by a GC finalizer, which can run inside alloc/free (any
+        # allocation may start a GC pass): such a free waits in ``_deferred``.
+        self._in_pool = False
+        self._deferred: list[tuple[int, Sequence[Any]]] = []
+        self._capability: tuple[int, int] | None = None
+        self._binary_arch: str | None = None
+        driver = int(self.cp.cuda.runtime.driverGetVersion())  # e.g. 13000 for CUDA 13.0
+        nvrtc.prefer_major(driver // 1000)  # cubins the driver can load
 
     # -- memory ------------------------------------------------------------------------------
-    def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
-        if nbytes == 0:
-            return DevicePtr(0)
+    def _device_malloc(self, nbytes: int) -> Any:
+        """The pool's source of device memory: one cudaMalloc per segment, counted."""
+        cuda = self.cp.cuda
+        mem = cuda.Memory(nbytes)
+        seg = _Segment(mem, nbytes, self.stats)
+        return cuda.MemoryPointer(cuda.UnownedMemory(mem.ptr, nbytes, seg, mem.device_id), 0)
+
+    def malloc(self, nbytes: int) -> Any:
+        """A block of the project's pool as a cupy MemoryPointer: what ``alloc`` hands to
+        tensors and what CuPy itself allocates from inside ``allocator_scope`` (cuBLAS calls'
+        temporaries), so there is one pool, one set of statistics and one OOM path."""
         oom = self.cp.cuda.memory.OutOfMemoryError
+        self._watch.release_finished()
         try:
-            mem = self.pool.malloc(nbytes)
+            return self.pool.malloc(nbytes)
         except oom:
+            self.stats.event("num_alloc_retries")
+            self._watch.release_all()
             self.pool.free_all_blocks()  # release cached blocks, then retry once
             try:
-                mem = self.pool.malloc(nbytes)
+                return self.pool.malloc(nbytes)
             except oom:
+                self.stats.event("num_ooms")
                 raise OutOfMemoryError(
                     f"CUDA out of memory: tried to allocate {nbytes} bytes; "
                     f"{self.pool.used_bytes()} bytes in use, {self.pool.total_bytes()} "
                     f"reserved") from None
-        self._table.add(mem.ptr, nbytes, mem)
-        self._peak = max(self._peak, self.pool.used_bytes())
+
+    def allocator_scope(self) -> Any:
+        """Context in which CuPy's own allocations come from the project's pool."""
+        return self.cp.cuda.using_allocator(self.malloc)
+
+    def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
+        if nbytes == 0:
+            return DevicePtr(0)
+        mem = self.malloc(nbytes)
+        self._in_pool = True
+        try:
+            self._table.add(mem.ptr, nbytes, mem)
+            self.stats.block(nbytes, _rounded(nbytes), +1)
+        finally:
+            self._in_pool = False
+            self._drain_deferred()
         return DevicePtr(mem.ptr)
 
-    def free(self, ptr: int) -> None:
-        if int(ptr):
-            self._table.pop(ptr)  # dropping the MemoryPointer returns the block to the pool
+    def free(self, ptr: int, streams: Sequence[Any] = ()) -> None:
+        """Return a block to the pool; with ``streams`` (``record_stream``), only once the
+        work those streams queued so far has completed."""
+        if not int(ptr):
+            return
+        if self._in_pool:  # called by a finalizer inside alloc/free: free it afterwards
+            self._deferred.append((int(ptr), streams))
+            return
+        self._in_pool = True
+        try:
+            self._free_now(ptr, streams)
+        finally:
+            self._in_pool = False
+            self._drain_deferred()
+
+    def _free_now(self, ptr: int, streams: Sequence[Any]) -> None:
+        nbytes, mem = self._table.pop(ptr)
+        self.stats.block(nbytes, _rounded(nbytes), -1)
+        for s in streams:  # dropping ``mem`` is what returns the block to the pool
+            ev = self.cp.cuda.Event(block=False, disable_timing=True)
+            ev.record(s)
+            self._watch.add(ev, mem)
+
+    def _drain_deferred(self) -> None:
+        while self._deferred:
+            self._in_pool = True
+            try:
+                self._free_now(*self._deferred.pop())
+            finally:
+                self._in_pool = False
 
     def alloc_host(self, nbytes: int) -> np.ndarray:
         """Pinned host memory (what async copies need: pageable memory makes them sync)."""
+        self._watch.release_finished()
         if nbytes == 0:
             return np.empty(0, np.uint8)
         mem = self.pinned_pool.malloc(nbytes)
         return np.frombuffer(mem, np.uint8, nbytes)  # the array keeps ``mem`` alive
 
+    def _is_pinned(self, host: np.ndarray) -> bool:
+        """Whether ``host`` lives in page-locked memory (the driver's own answer)."""
+        if not host.nbytes:
+            return False
+        return bool(self.cp.cuda.pinned_memory.is_memory_pinned(host.ctypes.data))
+
     def _mem(self, ptr: int, nbytes: int) -> Any:
         base, mem, off = self._table.lookup(ptr, nbytes)
         return mem + off if off else mem
 
+    def _stream(self, stream: Any) -> Any:
+        return self.cp.cuda.get_current_stream() if stream is None else stream
+
+    def _keep_until_done(self, host: np.ndarray, stream: Any) -> None:
+        """A pinned buffer read or written by a queued copy stays alive until the copy ran
+        (pageable buffers are staged by the driver before the call returns)."""
+        if self._is_pinned(host):
+            ev = self.cp.cuda.Event(block=False, disable_timing=True)
+            ev.record(stream)
+            self._watch.add(ev, host)
+
     # -- copies ------------------------------------------------------------------------------
     def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
+        """Queued on ``stream`` (None: the current stream)."""
         host = np.ascontiguousarray(host)
         mem = self._mem(dst, host.nbytes)
-        if stream is None:
-            mem.copy_from_host(_host_ptr(host), host.nbytes)
-        else:
-            mem.copy_from_host_async(_host_ptr(host), host.nbytes, stream)
+        s = self._stream(stream)
+        mem.copy_from_host_async(_host_ptr(host), host.nbytes, s)
+        self._keep_until_done(host, s)
+
+    def upload(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
+        """A small host-to-device copy queued on ``stream`` (None: the current stream) that
+        never waits for the GPU: staged through the pinned ring (kernel metadata)."""
+        data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        ring = self.__dict__.get("_ring")
+        if ring is None:
+            ring = self._ring = _StagingRing(self)
+        if not ring.copy(self._mem(dst, data.nbytes), data, self._stream(stream)):
+            staged = self.alloc_host(data.nbytes)
+            staged[...] = data
+            self.memcpy_htod(dst, staged, stream)
 
     def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
+        """With ``stream``: queued on it (``host_out`` is filled once it ran). None: a host
+        read, ordered after the current stream's work and complete when this returns."""
         mem = self._mem(src, host_out.nbytes)
+        s = self._stream(stream)
+        mem.copy_to_host_async(_host_ptr(host_out), host_out.nbytes, s)
         if stream is None:
-            mem.copy_to_host(_host_ptr(host_out), host_out.nbytes)
+            s.synchronize()
         else:
-            mem.copy_to_host_async(_host_ptr(host_out), host_out.nbytes, stream)
+            self._keep_until_done(host_out, s)
 
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
         d, s = self._mem(dst, nbytes), self._mem(src, nbytes)
-        if stream is None:
-            d.copy_from_device(s, nbytes)
-        else:
-            d.copy_from_device_async(s, nbytes, stream)
+        d.copy_from_device_async(s, nbytes, self._stream(stream))
 
     # -- kernels -----------------------------------------------------------------------------
+    def capability(self) -> tuple[int, int]:
+        if self._capability is None:
+            p = self.properties(self.cp.cuda.runtime.getDevice())
+            self._capability = (p.major, p.minor)
+        return self._capability
+
+    def binary_arch(self) -> str:
+        """What the project's NVRTC builds for this device: ``sm_XY`` or ``compute_XY``."""
+        if self._binary_arch is None:
+            self._binary_arch = nvrtc.arch_for(self.capability())
+        return self._binary_arch
+
     def compile(self, source: str, name: str, options: Sequence[str] = (),
                 name_expressions: Sequence[str] = ()) -> CupyModule:
-        raw = self.cp.RawModule(code=source, options=tuple(options),
-                                name_expressions=list(name_expressions) or None)
-        return CupyModule(raw, parse_kernels(source))
+        """Build with the project's NVRTC step (binaries.py: its options, its cache key over
+        every included byte) and load the CUBIN/PTX into the current device's context."""
+        binary = binaries.build(source, name, self.binary_arch(), options, name_expressions)
+        module = self.cp.cuda.function.Module()
+        module.load(binary.image)
+        return CupyModule(module, parse_kernels(source), binary.lowered_names)
 
     def get_kernel(self, module: CupyModule, name: str) -> CupyKernel:
         params = module.params.get(name)
-        return CupyKernel(module.raw.get_function(name), name, params,
+        symbol = module.lowered_names.get(name, name)
+        return CupyKernel(module.raw.get_function(symbol), name, params,
                           None if params is None else converters(name, params))
 
     def launch(self, kernel: CupyKernel, grid: int | Sequence[int], block: int | Sequence[int],
@@ -260,15 +483,16 @@ class CupyRuntime:
         cargs = _kernel_args(kernel, args)
         grid = (grid,) if type(grid) is int else tuple(grid)
         block = (block,) if type(block) is int else tuple(block)
-        if stream is None:  # the current stream
-            kernel.function(grid, block, cargs, shared_mem=shared_bytes)
-        else:
-            with stream:
-                kernel.function(grid, block, cargs, shared_mem=shared_bytes)
+        # stream=None: CuPy launches on its current stream (the one gt.cuda.stream entered)
+        kernel.function(grid, block, cargs, shared_mem=shared_bytes, stream=stream)
 
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> Any:
         return self.cp.cuda.Stream(non_blocking=True)
+
+    def default_stream(self) -> Any:
+        """The device's default stream: CuPy's null stream (the legacy stream, handle 0)."""
+        return self.cp.cuda.Stream.null
 
     def create_event(self) -> Any:
         return self.cp.cuda.Event()
@@ -278,22 +502,40 @@ class CupyRuntime:
 
     def synchronize(self) -> None:
         self.cp.cuda.runtime.deviceSynchronize()
+        self._watch.release_finished()
 
     # -- statistics --------------------------------------------------------------------------
     def memory_allocated(self) -> int:
-        return int(self.pool.used_bytes())
+        return self.stats.current("allocated_bytes")
 
     def memory_reserved(self) -> int:
         return int(self.pool.total_bytes())
 
     def max_memory_allocated(self) -> int:
-        return self._peak
+        return self.stats.peak("allocated_bytes")
+
+    def max_memory_reserved(self) -> int:
+        return self.stats.peak("reserved_bytes")
 
     def reset_peak_memory_stats(self) -> None:
-        self._peak = self.memory_allocated()
+        self.stats.reset_peaks()
+
+    def memory_stats(self) -> dict[str, int]:
+        return self.stats.as_dict()
 
     def empty_cache(self) -> None:
+        self._watch.release_finished()
         self.pool.free_all_blocks()
+
+    def mem_get_info(self) -> tuple[int, int]:
+        """(free, total) bytes of the device, as the driver reports them."""
+        free, total = self.cp.cuda.runtime.memGetInfo()
+        return int(free), int(total)
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """Cap the pool at ``fraction`` of the device's memory (allocations past it raise
+        OutOfMemoryError after the usual cache release and retry)."""
+        self.pool.set_limit(fraction=float(fraction))
 
     # -- device ------------------------------------------------------------------------------
     def device_count(self) -> int:
@@ -308,27 +550,83 @@ class CupyRuntime:
 
     # -- BLAS --------------------------------------------------------------------------------
     def gemm(self, transa: str, transb: str, m: int, n: int, k: int, alpha: Any, a: int,
-             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any) -> None:
+             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any, *,
+             batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
+             allow_tf32: bool = False) -> None:
+        """One cuBLAS ``cublasGemmStridedBatchedEx`` call on the current stream (see
+        runtime.py); 16-bit floats accumulate in float32, float32 uses TF32 tensor cores
+        only when ``allow_tf32``."""
         dt = np.dtype(dtype)
-        check_trans(transa), check_trans(transb)
-        if m == 0 or n == 0:
+        ta, tb = check_trans(transa), check_trans(transb)
+        if m == 0 or n == 0 or batch == 0:
             return
-        ra, ca = gemm_op_shape(transa, m, k)
-        rb, cb = gemm_op_shape(transb, k, n)
-        av = self._matrix(a, ra, ca, lda, dt)
-        bv = self._matrix(b, rb, cb, ldb, dt)
-        cv = self._matrix(c, m, n, ldc, dt)
-        prod = self.cp.matmul(apply_op(av, transa), apply_op(bv, transb))  # cuBLAS underneath
-        if alpha != 1:
-            prod *= dt.type(alpha)
-        if beta != 0:
-            prod += dt.type(beta) * cv
-        cv[...] = prod
+        spec = _CUBLAS_TYPES.get(dt.name)
+        if spec is None:
+            raise TypeError(f"gemm: cuBLAS path does not take {dt}")
+        data_type, compute, scale = spec
+        if allow_tf32 and compute == _COMPUTE_32F and data_type == _CUDA_R_32F:
+            compute = _COMPUTE_32F_FAST_TF32
+        # Bounds: every operand's last batch must lie inside its allocation.
+        isz = dt.itemsize
+        ra, ca = gemm_op_shape(ta, m, k)
+        rb, cb = gemm_op_shape(tb, k, n)
+        for what, p, r, cc, ld, st in (("A", a, ra, ca, lda, stride_a),
+                                       ("B", b, rb, cb, ldb, stride_b),
+                                       ("C", c, m, n, ldc, stride_c)):
+            if r * cc == 0 and what != "C":
+                continue
+            if ld < max(1, r):
+                raise ValueError(f"gemm: ld{what.lower()}={ld} is smaller than its {r} rows")
+            self._mem(p, ((batch - 1) * st + gemm_extent(r, cc, ld)) * isz)
+        al = np.array([alpha], scale)  # host pointer mode: cuBLAS reads them during the call
+        be = np.array([beta], scale)
+        cublas = self._cublas()
+        handle = self.cp.cuda.device.get_cublas_handle()
+        with self.allocator_scope():
+            cublas.gemmStridedBatchedEx(
+                handle, _OPS[ta], _OPS[tb], m, n, k, al.ctypes.data,
+                int(a), data_type, lda, stride_a, int(b), data_type, ldb, stride_b,
+                be.ctypes.data, int(c), data_type, ldc, stride_c, batch, compute,
+                _GEMM_DEFAULT)
 
-    def _matrix(self, ptr: int, rows: int, cols: int, ld: int, dt: np.dtype) -> Any:
-        """A column-major cupy.ndarray view of device memory (no copy)."""
-        if ld < max(1, rows):
-            raise ValueError(f"gemm: leading dimension {ld} is smaller than {rows} rows")
-        mem = self._mem(ptr, gemm_extent(rows, cols, ld) * dt.itemsize)
-        return self.cp.ndarray((rows, cols), dt, memptr=mem,
-                               strides=(dt.itemsize, ld * dt.itemsize))
+    def _cublas(self) -> Any:
+        mod = self.__dict__.get("_cublas_module")
+        if mod is None:
+            mod = self._cublas_module = importlib.import_module("cupy_backends.cuda.libs.cublas")
+        return mod
+
+
+class _Segment:
+    """Owner of one cudaMalloc'd segment of the pool: counts it in and, when the pool lets it
+    go (``empty_cache``), out of the statistics before the memory is freed."""
+
+    __slots__ = ("mem", "size", "stats")
+
+    def __init__(self, mem: Any, size: int, stats: MemoryStats) -> None:
+        self.mem, self.size, self.stats = mem, size, stats
+        stats.segment(size, +1)
+
+    def __del__(self) -> None:
+        self.stats.segment(self.size, -1)
+
+
+def _rounded(nbytes: int) -> int:
+    """The block size CuPy's pool hands out for ``nbytes`` (multiples of 512 bytes)."""
+    return -(-int(nbytes) // 512) * 512
+
+
+# cuBLAS enums (cublas_api.h / library_types.h, as CuPy's cublas.pxd and _runtime_enum.pxd
+# declare them): transpose ops, data types, compute types.
+_OPS = {"N": 0, "T": 1, "C": 2}
+_CUDA_R_32F, _CUDA_R_64F, _CUDA_R_16F, _CUDA_C_32F, _CUDA_C_64F, _CUDA_R_16BF = 0, 1, 2, 4, 5, 14
+_COMPUTE_32F, _COMPUTE_32F_FAST_TF32, _COMPUTE_64F = 68, 77, 70
+_GEMM_DEFAULT = -1
+# dtype name -> (data type, compute type, alpha/beta host type)
+_CUBLAS_TYPES = {
+    "float32": (_CUDA_R_32F, _COMPUTE_32F, np.float32),
+    "float64": (_CUDA_R_64F, _COMPUTE_64F, np.float64),
+    "float16": (_CUDA_R_16F, _COMPUTE_32F, np.float32),
+    "bfloat16": (_CUDA_R_16BF, _COMPUTE_32F, np.float32),
+    "complex64": (_CUDA_C_32F, _COMPUTE_32F, np.complex64),
+    "complex128": (_CUDA_C_64F, _COMPUTE_64F, np.complex128),
+}

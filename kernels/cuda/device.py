@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor.storage.allocator import CUDA_UNAVAILABLE
+from gputensor.storage.allocator import unavailable_message
 
 from .runtime import NULL, DevicePtr
 
@@ -49,7 +49,9 @@ ACC_CTYPES: dict[D.dtype, str] = {
 
 # NVRTC options every CUDA-backend module compiles with (the emulator keeps -D/-I and adds
 # -fwrapv itself). -fmad=false: no FMA contraction, so results match the CPU backend's rounding.
-NVRTC_OPTIONS = ("--std=c++17", "-fmad=false", f"-I{HERE}")
+# -ftz=false: float32 subnormals are kept, as on the CPU (NVRTC's default, stated because
+# CuPy's own compiler appends -ftz=true; this project never compiles through it).
+NVRTC_OPTIONS = ("--std=c++17", "-fmad=false", "-ftz=false", f"-I{HERE}")
 BLOCK = 256
 MAX_GRID = 1024  # grid-stride loops: a bounded grid covers any size
 
@@ -79,7 +81,7 @@ def runtime() -> Any:
     """The device runtime serving "cuda" (a clear error when there is none)."""
     rt = _runtime
     if rt is None:
-        raise RuntimeError(CUDA_UNAVAILABLE)
+        raise RuntimeError(unavailable_message("cuda"))
     return rt
 
 
@@ -237,21 +239,24 @@ launch_observer: Callable[..., None] | None = None
 
 
 class DeviceArray:
-    """A small device array from host values (shapes, strides, offsets for a kernel); freed
-    when garbage collected (the CuPy pool orders the reuse after queued work)."""
+    """A small device array from host values (shapes, strides, offsets for a kernel), uploaded
+    without making the host wait for the GPU (``runtime.upload``: staged in pinned memory and
+    copied asynchronously on the current stream; a synchronous copy from pageable memory would
+    drain the queue first). Freed when garbage collected: the pool reuses the block on the same
+    stream only, after the kernels queued before it."""
 
     __slots__ = ("buf", "ptr", "size")
 
     def __init__(self, values: Sequence[int] | np.ndarray, dtype: Any = np.int64) -> None:
         from gputensor.storage.allocator import driver_for
 
-        host = np.ascontiguousarray(values, dtype=dtype)
+        values = np.ascontiguousarray(values, dtype=dtype)
         drv = driver_for("cuda")
-        self.buf = drv.alloc(max(host.nbytes, 1))
-        if host.nbytes:
-            drv.from_host(self.buf, 0, host)
+        self.buf = drv.alloc(max(values.nbytes, 1))
+        if values.nbytes:
+            drv.runtime.upload(self.buf.ptr, values)
         self.ptr = self.buf.ptr
-        self.size = host.size
+        self.size = values.size
 
 
 # Called (no arguments) at the start of every read_back, None when unset: a synchronising
@@ -260,13 +265,23 @@ class DeviceArray:
 host_read_hook: Callable[[], None] | None = None
 
 
-def read_back(address: int, dtype: Any = np.int64, count: int = 1) -> np.ndarray:
-    """``count`` elements at a device address, copied to the host (a synchronising copy: for a
-    count that sizes an output, or an error word after a launch)."""
+def read_into(host: np.ndarray, address: int, rt: Any = None) -> None:
+    """Fill ``host`` from a device address: THE host read of the CUDA backend (tensors'
+    ``.cpu()``/``.item()``, output-sizing counts). It is ordered after the work queued on the
+    current stream (``gt.cuda.stream(s)`` included) and complete when it returns, and it is a
+    synchronising point: a kernel error recorded earlier is raised first. ``rt``: the runtime
+    holding the address (default: the active one)."""
     if host_read_hook is not None:
         host_read_hook()
+    if host.nbytes:
+        (rt or runtime()).memcpy_dtoh(host, DevicePtr(int(address)))  # None: a host read
+
+
+def read_back(address: int, dtype: Any = np.int64, count: int = 1) -> np.ndarray:
+    """``count`` elements at a device address, copied to the host (see :func:`read_into`):
+    for a count that sizes an output."""
     host = np.empty(count, dtype)
-    runtime().memcpy_dtoh(host, DevicePtr(int(address)))
+    read_into(host, address)
     return host
 
 

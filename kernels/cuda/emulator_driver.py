@@ -22,6 +22,7 @@ import numpy as np
 
 from .emulator import Module, compile_source
 from .emulator.launch import Kernel
+from .memstats import MemoryStats
 from .runtime import (
     NULL,
     AllocationTable,
@@ -96,14 +97,20 @@ class EmulatorRuntime:
     """One emulated CUDA device (see runtime.py for the interface)."""
 
     def __init__(self, memory_limit: int = DEFAULT_LIMIT) -> None:
-        self.memory_limit = int(memory_limit)
+        self.device_memory = int(memory_limit)  # what properties() reports as total memory
+        self.memory_limit = int(memory_limit)   # what the pool may reserve (memory fraction)
         self._table = AllocationTable()          # live blocks by address
         self._cache: dict[int, list[_Block]] = {}  # size class -> free blocks
         self._next_address = _BASE_ADDRESS
         self._allocated = 0   # size-class bytes of live blocks
         self._reserved = 0    # live + cached
-        self._peak = 0
+        self.stats = MemoryStats()
+        self._default_stream = EmulatorStream(self)
         self._lock = threading.Lock()
+        # A tensor's block is freed by a GC finalizer, which can run inside alloc/free
+        # (any allocation may start a GC pass): such a free waits in ``_deferred``.
+        self._in_pool = False
+        self._deferred: list[int] = []
 
     # -- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
@@ -113,22 +120,32 @@ class EmulatorRuntime:
         if nbytes == 0:
             return NULL
         with self._lock:
-            size = size_class(nbytes)
-            cached = self._cache.get(size)
-            if cached:
-                block = cached.pop()
-                block.nbytes = nbytes
-            else:
-                block = self._new_block(size, nbytes)
-            self._table.add(block.address, nbytes, block)
-            self._allocated += size
-            self._peak = max(self._peak, self._allocated)
-            return DevicePtr(block.address)
+            self._in_pool = True
+            try:
+                return self._alloc_locked(nbytes)
+            finally:
+                self._in_pool = False
+                self._drain_deferred()
+
+    def _alloc_locked(self, nbytes: int) -> DevicePtr:
+        size = size_class(nbytes)
+        cached = self._cache.get(size)
+        if cached:
+            block = cached.pop()
+            block.nbytes = nbytes
+        else:
+            block = self._new_block(size, nbytes)
+        self._table.add(block.address, nbytes, block)
+        self._allocated += size
+        self.stats.block(nbytes, size, +1)
+        return DevicePtr(block.address)
 
     def _new_block(self, size: int, nbytes: int) -> _Block:
         if self._reserved + size > self.memory_limit:
+            self.stats.event("num_alloc_retries")
             self._release_cache()  # like CuPy's pool: free cached blocks, then retry once
             if self._reserved + size > self.memory_limit:
+                self.stats.event("num_ooms")
                 raise OutOfMemoryError(
                     f"CUDA out of memory (emulator): tried to allocate {nbytes} bytes "
                     f"({size} with rounding); {self._allocated} bytes in use, "
@@ -136,15 +153,38 @@ class EmulatorRuntime:
         address = self._next_address
         self._next_address += -(-(size + _GUARD) // 256) * 256
         self._reserved += size
+        self.stats.segment(size, +1)
         return _Block(address, size, nbytes, np.empty(size, np.uint8))
 
-    def free(self, ptr: int) -> None:
+    def free(self, ptr: int, streams: Sequence[Any] = ()) -> None:
+        """Return a block to the pool (``streams``: the work they queued has already run)."""
         if int(ptr) == 0:
             return
+        if self._in_pool:  # called by a finalizer inside alloc/free: free it afterwards
+            self._deferred.append(int(ptr))
+            return
         with self._lock:
-            _, block = self._table.pop(ptr)
-            self._allocated -= block.size
-            self._cache.setdefault(block.size, []).append(block)
+            self._in_pool = True
+            try:
+                self._free_locked(ptr)
+            finally:
+                self._in_pool = False
+                self._drain_deferred()
+
+    def _free_locked(self, ptr: int) -> None:
+        nbytes, block = self._table.pop(ptr)
+        self._allocated -= block.size
+        self.stats.block(nbytes, block.size, -1)
+        self._cache.setdefault(block.size, []).append(block)
+
+    def _drain_deferred(self) -> None:
+        """Free what finalizers handed over while the pool was busy (lock held)."""
+        while self._deferred:
+            self._in_pool = True
+            try:
+                self._free_locked(self._deferred.pop())
+            finally:
+                self._in_pool = False
 
     def alloc_host(self, nbytes: int) -> np.ndarray:
         """Page-locked host memory on a GPU; ordinary host memory here."""
@@ -159,13 +199,19 @@ class EmulatorRuntime:
 
     def _release_cache(self) -> None:
         for blocks in self._cache.values():
-            self._reserved -= sum(b.size for b in blocks)
+            for b in blocks:
+                self._reserved -= b.size
+                self.stats.segment(b.size, -1)
         self._cache.clear()
 
     # -- copies (streams run work at once, so async copies complete before returning) --------
     def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
         raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
         self.view(dst, raw.nbytes)[...] = raw
+
+    def upload(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
+        """A small host-to-device copy (kernel metadata): an ordinary copy here."""
+        self.memcpy_htod(dst, host, stream)
 
     def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
         out = host_out.reshape(-1).view(np.uint8)  # must be a contiguous, writable array
@@ -181,7 +227,7 @@ class EmulatorRuntime:
         and g++'s ``-f``/``-O`` ones, and always adds -fwrapv (signed overflow wraps, as on the
         GPU); ``name_expressions`` (template instantiations) are not launchable here."""
         flags = [o for o in options if o.startswith(("-D", "-I", "-O"))
-                 or (o.startswith("-f") and not o.startswith("-fmad"))]
+                 or (o.startswith("-f") and not o.startswith(("-fmad", "-ftz")))]
         return compile_source(source, name, ["-fwrapv", *flags])
 
     def get_kernel(self, module: Module, name: str) -> EmulatorKernel:
@@ -227,6 +273,9 @@ class EmulatorRuntime:
     def create_stream(self) -> EmulatorStream:
         return EmulatorStream(self)
 
+    def default_stream(self) -> EmulatorStream:
+        return self._default_stream
+
     def create_event(self) -> EmulatorEvent:
         return EmulatorEvent()
 
@@ -246,14 +295,28 @@ class EmulatorRuntime:
         return self._reserved
 
     def max_memory_allocated(self) -> int:
-        return self._peak
+        return self.stats.peak("allocated_bytes")
+
+    def max_memory_reserved(self) -> int:
+        return self.stats.peak("reserved_bytes")
 
     def reset_peak_memory_stats(self) -> None:
-        self._peak = self._allocated
+        self.stats.reset_peaks()
+
+    def memory_stats(self) -> dict[str, int]:
+        return self.stats.as_dict()
 
     def empty_cache(self) -> None:
         with self._lock:
             self._release_cache()
+
+    def mem_get_info(self) -> tuple[int, int]:
+        """(free, total): the emulated device's limit minus what the pool reserved."""
+        return self.memory_limit - self._reserved, self.device_memory
+
+    def set_memory_fraction(self, fraction: float) -> None:
+        """Cap the pool at ``fraction`` of the emulated device's memory."""
+        self.memory_limit = int(float(fraction) * self.device_memory)
 
     # -- device ------------------------------------------------------------------------------
     def device_count(self) -> int:
@@ -262,26 +325,37 @@ class EmulatorRuntime:
     def properties(self, index: int = 0) -> DeviceProperties:
         if index != 0:
             raise ValueError(f"invalid CUDA device index {index}: the emulator has 1 device")
-        return DeviceProperties(DEVICE_NAME, self.memory_limit, os.cpu_count() or 1, 8, 0)
+        return DeviceProperties(DEVICE_NAME, self.device_memory, os.cpu_count() or 1, 8, 0)
 
     # -- BLAS --------------------------------------------------------------------------------
     def gemm(self, transa: str, transb: str, m: int, n: int, k: int, alpha: Any, a: int,
-             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any) -> None:
+             lda: int, b: int, ldb: int, beta: Any, c: int, ldc: int, dtype: Any, *,
+             batch: int = 1, stride_a: int = 0, stride_b: int = 0, stride_c: int = 0,
+             allow_tf32: bool = False) -> None:
+        """Strided-batched gemm with NumPy (TF32 does not exist on the CPU: full float32);
+        16-bit floats compute in float32 and round once, as cuBLAS with a float32 compute
+        type does."""
         dt = np.dtype(dtype)
+        work = np.dtype(np.float32) if dt.itemsize == 2 and dt.kind in "fV" else dt
         ra, ca = gemm_op_shape(transa, m, k)
         rb, cb = gemm_op_shape(transb, k, n)
-        cv = column_major(self._typed(c, gemm_extent(m, n, ldc), dt), m, n, ldc, "C")
-        if m == 0 or n == 0:
+        if m == 0 or n == 0 or batch == 0:
             return
-        av = column_major(self._typed(a, gemm_extent(ra, ca, lda), dt), ra, ca, lda, "A")
-        bv = column_major(self._typed(b, gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            prod = np.matmul(apply_op(av, transa), apply_op(bv, transb))
-            prod = prod * dt.type(alpha) if alpha != 1 else prod
-            if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
-                prod = prod + dt.type(beta) * cv
-            cv[...] = prod
+        for i in range(batch):
+            cv = column_major(self._typed(c + i * stride_c * dt.itemsize, gemm_extent(m, n, ldc),
+                                          dt), m, n, ldc, "C")
+            av = column_major(self._typed(a + i * stride_a * dt.itemsize,
+                                          gemm_extent(ra, ca, lda), dt), ra, ca, lda, "A")
+            bv = column_major(self._typed(b + i * stride_b * dt.itemsize,
+                                          gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+                prod = np.matmul(apply_op(av, transa).astype(work, copy=False),
+                                 apply_op(bv, transb).astype(work, copy=False))
+                prod = prod * work.type(alpha) if alpha != 1 else prod
+                if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
+                    prod = prod + work.type(beta) * cv.astype(work, copy=False)
+                cv[...] = prod
 
     def _typed(self, ptr: int, count: int, dt: np.dtype) -> np.ndarray:
         return self.view(ptr, count * dt.itemsize).view(dt)

@@ -79,9 +79,10 @@ class _State:
 
     def __init__(self) -> None:
         self.forced: str | None = None  # set_mode's override
-        # (runtime id, device index) -> (runtime, record pointer) with a deferred launch since
-        # the last check; empty means check_pending has nothing to do.
-        self.pending: dict[tuple[int, int], tuple[Any, DevicePtr]] = {}
+        # (runtime id, device index, id(stream)) -> (runtime, record pointer, stream) with a
+        # deferred launch on that runtime stream since the last check; empty means
+        # check_pending has nothing to do.
+        self.pending: dict[tuple[int, int, int], tuple[Any, DevicePtr, Any]] = {}
         self.records: dict[tuple[int, int], tuple[Any, DevicePtr]] = {}
 
 
@@ -144,20 +145,44 @@ def launched(device_index: int = 0) -> None:
     """Call after launching a kernel that was given ``record(device_index)``: raises its error
     now (immediate mode), or marks the record for the next synchronising point."""
     rt = _device.runtime()
-    key = (id(rt), int(device_index or 0))
     if immediate():
-        _check(key, rt, record(device_index), asynchronous=key in _state.pending)
+        dev = int(device_index or 0)
+        earlier = [k for k in _state.pending if k[0] == id(rt) and k[1] == dev]
+        for k in earlier:  # launches are synchronous here: this read covers theirs too
+            del _state.pending[k]
+        _check(None, rt, record(device_index), asynchronous=bool(earlier))
     else:
-        _state.pending[key] = (rt, record(device_index))
+        stream = _stream_of(rt)
+        _state.pending[id(rt), int(device_index or 0), id(stream)] = \
+            (rt, record(device_index), stream)
+
+
+def _stream_of(rt: Any) -> Any:
+    """The runtime stream work is queued on now."""
+    from .storage_driver import STREAM_HOOK
+
+    stream = STREAM_HOOK()
+    return rt.default_stream() if stream is None else stream
+
+
+def _finished(stream: Any) -> bool:
+    q = getattr(stream, "query", None)
+    return bool(q()) if callable(q) else bool(getattr(stream, "done", True))
 
 
 def check_pending() -> None:
     """Raise an error a deferred kernel launch recorded, if any (then reset the record).
-    Costs one attribute check when no deferred launch happened since the last check."""
+    Costs one attribute check when no deferred launch happened since the last check.
+
+    The record is read on the current stream, so it is read after a kernel only when that
+    kernel ran on the current stream or its stream has finished; a launch on another stream
+    that is still running stays pending for a later synchronising point (its stream's or the
+    device's ``synchronize()``, or a read on its stream), so no error is lost."""
     if not _state.pending:
         return
-    for key, (rt, ptr) in list(_state.pending.items()):
-        _check(key, rt, ptr, asynchronous=True)
+    for key, (rt, ptr, stream) in list(_state.pending.items()):
+        if stream is _stream_of(rt) or _finished(stream):
+            _check(key, rt, ptr, asynchronous=True)
 
 
 # Every host read of device memory (device.read_back, the storage driver's to_host behind
@@ -166,10 +191,12 @@ def check_pending() -> None:
 _device.host_read_hook = check_pending
 
 
-def _check(key: tuple[int, int], rt: Any, ptr: DevicePtr, asynchronous: bool) -> None:
-    _state.pending.pop(key, None)
+def _check(key: tuple[int, int, int] | None, rt: Any, ptr: DevicePtr,
+           asynchronous: bool) -> None:
+    if key is not None:
+        _state.pending.pop(key, None)
     words = np.empty(RECORD_WORDS, np.int64)
-    rt.memcpy_dtoh(words, ptr)  # a synchronising copy: the kernels before it have finished
+    rt.memcpy_dtoh(words, ptr)  # a host read after the current stream's kernels
     code = int(words[0])
     if code == 0:
         return

@@ -1,9 +1,12 @@
-"""Compile CUDA sources with NVRTC, without a GPU: the compile check for gputensor's kernels.
+"""Compile CUDA sources with NVRTC: the one compile step of gputensor's kernels.
 
-NVRTC (``libnvrtc.so.12``) and the CUDA headers (``cuda_fp16.h``, ``cuda_bf16.h``...) come
-from the PyPI wheels ``nvidia-cuda-nvrtc-cu12`` and ``nvidia-cuda-runtime-cu12`` (the
-``nvrtc`` extra); neither needs a driver or a device. The library is loaded with ctypes; every
-prototype below follows ``nvrtc.h`` as shipped in the wheel.
+The same function builds what a GPU runs (the CuPy runtime loads the CUBIN it returns, see
+binaries.py) and what CI checks without a GPU (tests/cuda/test_nvrtc.py), so both see the same
+options. NVRTC (``libnvrtc.so.12`` / ``.13``) and the CUDA headers (``cuda_fp16.h``,
+``cuda_bf16.h``...) come from the PyPI wheels (CUDA 12: ``nvidia-cuda-nvrtc-cu12`` and
+``nvidia-cuda-runtime-cu12``; CUDA 13: ``nvidia-cuda-nvrtc`` and ``nvidia-cuda-runtime``
+13.*) or from a CUDA toolkit; neither needs a driver or a device. The library is loaded with
+ctypes; every prototype below follows ``nvrtc.h`` as shipped in the wheel.
 
     ptx = compile_ptx(source, "vector_add.cu", arch="sm_90")
 """
@@ -13,13 +16,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib.util
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent  # kernels/cuda: common.cuh lives here
-_LIB_NAME = "libnvrtc.so.12"
 BASE_OPTIONS = ("-std=c++17",)
 
 _c_char_pp = ctypes.POINTER(ctypes.c_char_p)
@@ -51,33 +54,109 @@ class Program:
     lowered_names: dict[str, str] = field(default_factory=dict)  # name expression -> symbol
 
 
-# ---- locating the wheels -------------------------------------------------------------------
-def _nvidia_dirs(component: str) -> list[Path]:
-    """``<site-packages>/nvidia/<component>`` for every ``nvidia`` namespace path entry."""
+# ---- locating NVRTC and the CUDA headers -----------------------------------------------------
+@dataclass(frozen=True)
+class Toolkit:
+    """One NVRTC library with the CUDA headers of the same CUDA major version."""
+
+    major: int         # CUDA major version (12, 13) of the library's file name
+    library: Path      # libnvrtc.so.<major>
+    include: Path      # folder holding cuda_fp16.h, cuda_bf16.h, ...
+    origin: str        # where it was found: "wheel" or "toolkit <path>"
+
+
+# Wheel layouts (site-packages/nvidia/...): CUDA 12 ships one folder per component
+# (nvidia-cuda-nvrtc-cu12 -> cuda_nvrtc/lib, nvidia-cuda-runtime-cu12 -> cuda_runtime/include);
+# CUDA 13 ships one folder for all (nvidia-cuda-nvrtc / nvidia-cuda-runtime 13.* -> cu13/lib,
+# cu13/include).
+_WHEEL_LAYOUTS = ((13, "cu13/lib", "cu13/include"), (12, "cuda_nvrtc/lib", "cuda_runtime/include"))
+_TOOLKIT_ENVS = ("CUDA_PATH", "CUDA_HOME")
+
+
+def _nvidia_roots() -> list[Path]:
+    """Every ``<site-packages>/nvidia`` namespace path entry."""
     try:
         spec = importlib.util.find_spec("nvidia")
     except (ImportError, ValueError):
         return []
     if spec is None or not spec.submodule_search_locations:
         return []
-    return [Path(p) / component for p in spec.submodule_search_locations
-            if (Path(p) / component).is_dir()]
+    return [Path(p) for p in spec.submodule_search_locations]
 
 
-def _find_library() -> Path:
-    for d in _nvidia_dirs("cuda_nvrtc"):
-        lib = d / "lib" / _LIB_NAME
-        if lib.is_file():
-            return lib
+def _nvidia_dirs(component: str) -> list[Path]:
+    """``<site-packages>/nvidia/<component>`` for every ``nvidia`` namespace path entry."""
+    return [r / component for r in _nvidia_roots() if (r / component).is_dir()]
+
+
+def _toolkit_roots() -> list[Path]:
+    roots = [Path(os.environ[e]) for e in _TOOLKIT_ENVS if os.environ.get(e)]
+    return [*roots, Path("/usr/local/cuda")]
+
+
+def find_toolkits() -> list[Toolkit]:
+    """Every usable (NVRTC library, matching headers) pair: the wheels first, newest CUDA
+    major first, then a CUDA toolkit (``$CUDA_PATH``, ``$CUDA_HOME``, /usr/local/cuda)."""
+    found: list[Toolkit] = []
+    for major, lib_dir, inc_dir in _WHEEL_LAYOUTS:
+        libs = [r / lib_dir / f"libnvrtc.so.{major}" for r in _nvidia_roots()]
+        incs = [r / inc_dir for r in _nvidia_roots() if (r / inc_dir / "cuda_fp16.h").is_file()]
+        for lib in libs:
+            if lib.is_file() and incs:
+                found.append(Toolkit(major, lib, incs[0], "wheel"))
+                break
+    for root in _toolkit_roots():
+        for lib in sorted(root.glob("lib*/libnvrtc.so.[0-9]*"), reverse=True):
+            m = re.fullmatch(r"libnvrtc\.so\.(\d+)", lib.name)
+            if m and (root / "include" / "cuda_fp16.h").is_file():
+                found.append(Toolkit(int(m.group(1)), lib, root / "include", f"toolkit {root}"))
+                break
+    return found
+
+
+# The CUDA major the runtime asked for (a GPU's driver runs cubins of its own major or older):
+# None takes the newest toolkit found.
+_preferred_major: int | None = None
+
+
+def prefer_major(major: int | None) -> None:
+    """Compile with the newest toolkit of CUDA major version <= ``major`` (None: any)."""
+    global _preferred_major
+    _preferred_major = major
+    _select.cache_clear()
+    _load.cache_clear()
+    _supported_archs.cache_clear()
+
+
+@functools.lru_cache(maxsize=1)
+def _select() -> Toolkit:
+    toolkits = find_toolkits()
+    usable = [t for t in toolkits if _preferred_major is None or t.major <= _preferred_major]
+    if usable:
+        return max(usable, key=lambda t: t.major)
+    if toolkits:
+        want = _preferred_major
+        raise NvrtcUnavailable(
+            f"NVRTC {', '.join(str(t.major) for t in toolkits)} found, but the CUDA driver "
+            f"runs code of CUDA {want} or older: install the NVRTC and header wheels of "
+            f"CUDA {want} (`pip install 'gputensor[cuda{want}]'`)")
     raise NvrtcUnavailable(
-        f"{_LIB_NAME} not found: install the NVRTC wheel with "
-        "`pip install 'gputensor[nvrtc]'` (nvidia-cuda-nvrtc-cu12)")
+        "NVRTC not found: install the NVRTC and CUDA header wheels with `pip install "
+        "'gputensor[cuda13]'` or `'gputensor[cuda12]'` (nvidia-cuda-nvrtc + nvidia-cuda-runtime), "
+        "or point CUDA_PATH at a CUDA toolkit")
+
+
+def toolkit() -> Toolkit:
+    """The NVRTC library and headers compiles use (see :func:`prefer_major`)."""
+    return _select()
 
 
 def cuda_include_dirs() -> list[Path]:
-    """The CUDA header folders shipped by the wheels (cuda_fp16.h, cuda_bf16.h, ...)."""
-    return [d / "include" for d in _nvidia_dirs("cuda_runtime")
-            if (d / "include" / "cuda_fp16.h").is_file()]
+    """The CUDA header folder matching the NVRTC in use (cuda_fp16.h, cuda_bf16.h, ...)."""
+    try:
+        return [_select().include]
+    except NvrtcUnavailable:
+        return []
 
 
 def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
@@ -109,7 +188,7 @@ def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
 
 @functools.lru_cache(maxsize=1)
 def _load() -> ctypes.CDLL:
-    path = _find_library()
+    path = _select().library
     try:
         # libnvrtc dlopens libnvrtc-builtins from its own folder (RUNPATH $ORIGIN).
         return _declare(ctypes.CDLL(str(path)))
@@ -123,9 +202,6 @@ def availability() -> tuple[bool, str]:
         _load()
     except NvrtcUnavailable as e:
         return False, str(e)
-    if not cuda_include_dirs():
-        return False, ("CUDA headers (cuda_fp16.h) not found: install "
-                       "nvidia-cuda-runtime-cu12 (`pip install 'gputensor[nvrtc]'`)")
     return True, ""
 
 
@@ -161,6 +237,26 @@ def _supported_archs() -> tuple[int, ...]:  # asked on every compile: query the 
     archs = (ctypes.c_int * n.value)()
     _check(lib, lib.nvrtcGetSupportedArchs(archs), "nvrtcGetSupportedArchs", "")
     return tuple(archs)
+
+
+def arch_for(capability: tuple[int, int]) -> str:
+    """What to build for a device of compute ``capability``: its own ``sm_XY`` CUBIN when this
+    NVRTC targets it, else PTX for the newest virtual architecture below it (the driver
+    compiles PTX for newer devices; a CUBIN runs only on its own major version)."""
+    cc = capability[0] * 10 + capability[1]
+    archs = _supported_archs()
+    if cc in archs:
+        return f"sm_{cc}"
+    lower = [a for a in archs if a <= cc]
+    if not lower:
+        raise NvrtcUnavailable(f"NVRTC {version()} cannot build for compute capability "
+                               f"{capability[0]}.{capability[1]} (oldest target: sm_{archs[0]})")
+    return f"compute_{lower[-1]}"
+
+
+def check_archs(wanted: Iterable[int] = (70, 80, 90)) -> list[str]:
+    """The ``sm_XY`` among ``wanted`` this NVRTC can build (NVRTC 13 dropped sm_70)."""
+    return [f"sm_{a}" for a in wanted if a in _supported_archs()]
 
 
 def _arch_option(arch: str) -> str:

@@ -373,8 +373,22 @@ __device__ void reduce(const T* __restrict__ x, typename Op::O1* out1, typename 
         if (o < N) {
             const T* xo = x + offset_of(o, nk, ksize, kstride);
             if (nr == 1) {
+                // Four independent accumulators: four loads in flight per thread (what the
+                // memory system needs to run near its bandwidth), merged with comb as lanes are.
                 const long long s = rstride[0];
-                for (long long k = k0 + t; k < k1; k += T_) a = Op::step(a, xo[k * s], k, p);
+                const long long st = T_;
+                Acc b = Op::init(), c = Op::init(), d = Op::init();
+                long long k = k0 + t;
+                for (; k + 3 * st < k1; k += 4 * st) {
+                    const T x0 = xo[k * s], x1 = xo[(k + st) * s];
+                    const T x2 = xo[(k + 2 * st) * s], x3 = xo[(k + 3 * st) * s];
+                    a = Op::step(a, x0, k, p);
+                    b = Op::step(b, x1, k + st, p);
+                    c = Op::step(c, x2, k + 2 * st, p);
+                    d = Op::step(d, x3, k + 3 * st, p);
+                }
+                for (; k < k1; k += st) a = Op::step(a, xo[k * s], k, p);
+                a = Op::comb(Op::comb(a, b), Op::comb(c, d));
             } else {
                 for (long long k = k0 + t; k < k1; k += T_)
                     a = Op::step(a, xo[offset_of(k, nr, rsize, rstride)], k, p);

@@ -4,22 +4,33 @@ Two drivers implement it: ``EmulatorRuntime`` (emulator_driver.py: device memory
 kernels run through the CPU emulator) and ``CupyRuntime`` (cupy_driver.py: a real GPU through
 CuPy). Code above this layer sees only these methods (``RUNTIME_METHODS``):
 
-memory     alloc(nbytes) -> DevicePtr, free(ptr), alloc_host(nbytes) -> np.ndarray (pinned)
+memory     alloc(nbytes) -> DevicePtr, free(ptr, streams=()) (``streams``: the block is
+           reused only after the work they queued so far, PyTorch's record_stream),
+           alloc_host(nbytes) -> np.ndarray (pinned; kept alive by the runtime while a queued
+           copy uses it)
 copies     memcpy_htod(dst, host, stream=None), memcpy_dtoh(host_out, src, stream=None),
-           memcpy_dtod(dst, src, nbytes, stream=None); stream=None is a synchronous copy,
-           a stream makes it asynchronous (ordered on that stream)
+           memcpy_dtod(dst, src, nbytes, stream=None), upload(dst, host, stream=None) (a small
+           copy that never makes the host wait: kernel metadata); stream=None means the current
+           stream
+           (so the copy is ordered after the work queued on it), and memcpy_dtoh with
+           stream=None is a host read: complete when it returns
 kernels    compile(source, name, options=(), name_expressions=()) -> module,
            get_kernel(module, name) -> kernel,
            launch(kernel, grid, block, shared_bytes, args, stream=None)
            (pointer args are DevicePtr / None, scalars are NumPy scalars of the parameter type)
-streams    create_stream() -> stream (.synchronize()), create_event() -> event
-           (.record(stream=None), .synchronize()), elapsed_time(start, end) -> ms, synchronize()
+streams    create_stream() -> stream (.synchronize()), default_stream() -> the device's
+           default stream, create_event() -> event (.record(stream=None), .synchronize()),
+           elapsed_time(start, end) -> ms, synchronize()
 stats      memory_allocated(), memory_reserved(), max_memory_allocated(),
-           reset_peak_memory_stats(), empty_cache()
+           max_memory_reserved(), reset_peak_memory_stats(), memory_stats() (PyTorch's keys,
+           memstats.py), empty_cache(), mem_get_info() -> (free, total),
+           set_memory_fraction(fraction)
 device     device_count(), properties(index=0) -> DeviceProperties
-BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype):
-           column-major like cuBLAS, C = alpha * op(A) @ op(B) + beta * C (a row-major
-           ``out = x @ w`` is the column-major ``out^T = w^T @ x^T``: swap the operands)
+BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype, *,
+           batch=1, stride_a=0, stride_b=0, stride_c=0, allow_tf32=False): column-major
+           strided-batched like cuBLAS, C_i = alpha * op(A_i) @ op(B_i) + beta * C_i with
+           X_i at X + i * stride_x elements (a row-major ``out = x @ w`` is the column-major
+           ``out^T = w^T @ x^T``: swap the operands); 16-bit floats accumulate in float32
 """
 
 from __future__ import annotations
@@ -32,11 +43,12 @@ import numpy as np
 
 RUNTIME_METHODS = (
     "alloc", "free", "alloc_host",
-    "memcpy_htod", "memcpy_dtoh", "memcpy_dtod",
+    "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "upload",
     "compile", "get_kernel", "launch",
-    "create_stream", "create_event", "elapsed_time", "synchronize",
-    "memory_allocated", "memory_reserved", "max_memory_allocated", "reset_peak_memory_stats",
-    "empty_cache",
+    "create_stream", "default_stream", "create_event", "elapsed_time", "synchronize",
+    "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
+    "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
+    "set_memory_fraction",
     "device_count", "properties", "gemm",
 )
 

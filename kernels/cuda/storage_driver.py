@@ -8,7 +8,7 @@ runtime's caching allocator when the last storage holding it goes away. Register
 
 from __future__ import annotations
 
-import weakref
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -29,16 +29,28 @@ STREAM_HOOK: Callable[[], Any] = _no_stream
 
 
 class DeviceBuffer:
-    """``nbytes`` of device memory at ``ptr``; frees itself when garbage collected."""
+    """``nbytes`` of device memory at ``ptr``; frees itself when garbage collected (after the
+    work queued so far on every stream named by :meth:`record_stream`)."""
 
-    __slots__ = ("ptr", "size", "runtime", "_finalizer", "__weakref__")
+    __slots__ = ("ptr", "size", "runtime", "streams", "__weakref__")
 
     def __init__(self, runtime: Any, nbytes: int) -> None:
         self.runtime = runtime
         self.size = int(nbytes)
         self.ptr: DevicePtr = runtime.alloc(self.size)
-        self._finalizer = weakref.finalize(self, runtime.free, self.ptr)
-        self._finalizer.atexit = False  # at exit the pool goes away whole; no per-block frees
+        self.streams: list[Any] = []  # runtime streams that use the block besides its own
+
+    def __del__(self) -> None:
+        # __del__ rather than weakref.finalize: it runs on every tensor's death, and costs a
+        # fraction of a finalizer's registration. At interpreter exit the pool goes away whole.
+        if not sys.is_finalizing():
+            self.runtime.free(self.ptr, self.streams)
+
+    def record_stream(self, stream: Any) -> None:
+        """PyTorch's ``Tensor.record_stream``: the block is not reused until the work queued
+        on ``stream`` before the block is freed has completed."""
+        if stream is not None and all(stream is not s for s in self.streams):
+            self.streams.append(stream)
 
     def __repr__(self) -> str:
         return f"DeviceBuffer({self.ptr!r}, {self.size} bytes)"
@@ -52,8 +64,10 @@ class RuntimeStorageDriver:
         self.device_type = device_type
 
     def _check_index(self, device_index: int | None) -> None:
+        if device_index is None or device_index == 0:
+            return
         count = self.runtime.device_count()
-        if device_index is not None and not 0 <= device_index < count:
+        if not 0 <= device_index < count:
             raise RuntimeError(f"invalid device {self.device_type}:{device_index}: "
                                f"{count} device(s) available")
 
@@ -74,15 +88,9 @@ class RuntimeStorageDriver:
         return int(buf.ptr)
 
     def to_host(self, buf: DeviceBuffer, byte_offset: int, nbytes: int) -> np.ndarray:
-        if _device.host_read_hook is not None:  # a synchronising point (kernels/cuda/errors.py)
-            _device.host_read_hook()
         self._check_range(buf, byte_offset, nbytes, "read")
         out = np.empty(nbytes, np.uint8)
-        if nbytes:
-            stream = STREAM_HOOK()
-            self.runtime.memcpy_dtoh(out, buf.ptr + byte_offset, stream)
-            if stream is not None:
-                stream.synchronize()  # the host reads ``out`` next
+        _device.read_into(out, buf.ptr + byte_offset, self.runtime)  # after the stream's work
         return out
 
     def from_host(self, buf: DeviceBuffer, byte_offset: int, data: np.ndarray) -> None:

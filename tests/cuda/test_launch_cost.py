@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import struct
-import sys
 import types
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import numpy as np
 import pytest
 
 from gputensor import _dtype as D
-from gputensor.kernels.cuda import device
+from gputensor.kernels.cuda import device, nvrtc
 from gputensor.kernels.cuda import elementwise as E
 from gputensor.kernels.cuda.emulator import compile_source
 from gputensor.kernels.cuda.emulator.build import Param
@@ -32,11 +31,11 @@ from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
 from gputensor.kernels.cuda.runtime import DevicePtr
 from gputensor.kernels.registry import OPS
 
-from .test_runtime import _fake_cupy
+from . import fake_cupy as _fake
 
 KERNELS = Path(__file__).parent / "kernels"
 
-_SCALARS_SRC = r"""
+_SCALARS_SRC = r"""#include <cuda_fp16.h>
 extern "C" __global__ void every(float* out, const float* x, float f, double d, int i32,
                                  unsigned u32, long long i64, unsigned long long u64, short i16,
                                  unsigned char u8, signed char i8, bool flag, __half h) {
@@ -176,9 +175,8 @@ def test_driver_translates_device_pointers(every):
 # ---- the CuPy driver against a stand-in cupy ----------------------------------------------------
 @pytest.fixture
 def fake_cupy(monkeypatch):
-    cp = _fake_cupy()
-    monkeypatch.setitem(sys.modules, "cupy", cp)
-    return cp
+    yield _fake.install(monkeypatch)
+    nvrtc.prefer_major(None)
 
 
 def test_cupy_arguments_have_the_declared_types(fake_cupy):
@@ -252,11 +250,11 @@ class _FakeTensor:
 @pytest.mark.parametrize("driver", ["emulator", "cupy"])
 def test_device_launch_passes_tensors_as_pointers(monkeypatch, driver):
     if driver == "cupy":
-        cp = _fake_cupy()
-        monkeypatch.setitem(sys.modules, "cupy", cp)
+        cp = _fake.install(monkeypatch)
         from gputensor.kernels.cuda.cupy_driver import CupyRuntime
 
         rt = CupyRuntime()
+        monkeypatch.setattr(nvrtc, "_preferred_major", None)
     else:
         rt = EmulatorRuntime()
     monkeypatch.setattr(device, "_runtime", rt)

@@ -1,7 +1,7 @@
 """NVRTC compile check: every CUDA source the emulator runs must also compile for real GPUs.
 
-No GPU is needed: NVRTC and the CUDA headers come from the nvidia-cuda-nvrtc-cu12 /
-nvidia-cuda-runtime-cu12 wheels (the ``nvrtc`` and ``test`` extras).
+No GPU is needed: NVRTC and the CUDA headers come from the NVRTC and CUDA runtime wheels of
+CUDA 12 or 13 (the ``nvrtc``/``nvrtc13`` and ``test`` extras).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # templates whose entry points CudaSource generates (tested below, per source).
 SOURCES = sorted((ROOT / "tests" / "cuda" / "kernels").rglob("*.cu"))
 ARCHS = ("sm_80", "sm_90")
-BACKEND_ARCHS = ("sm_70", "sm_80", "sm_90")
+# What the installed NVRTC can build of Volta/Ampere/Hopper (NVRTC 13 has no sm_70).
+BACKEND_ARCHS = tuple(nvrtc.check_archs()) if _OK else ()
 _ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.M)
 
 
@@ -191,11 +192,18 @@ def test_unsupported_arch_raises():
 
 
 def test_availability_reports_missing_wheels(monkeypatch):
-    monkeypatch.setattr(nvrtc, "_nvidia_dirs", lambda component: [])
-    with pytest.raises(nvrtc.NvrtcUnavailable, match="nvidia-cuda-nvrtc-cu12"):
-        nvrtc._find_library()
-    ok, why = nvrtc.availability()  # the library itself is already loaded: headers missing
-    assert not ok and "nvidia-cuda-runtime-cu12" in why
+    monkeypatch.setattr(nvrtc, "_nvidia_roots", lambda: [])
+    monkeypatch.setattr(nvrtc, "_toolkit_roots", lambda: [])
+    try:
+        nvrtc.prefer_major(None)  # clears the cached choice
+        with pytest.raises(nvrtc.NvrtcUnavailable, match="gputensor\\[cuda13\\]"):
+            nvrtc.toolkit()
+        ok, why = nvrtc.availability()
+        assert not ok and "nvidia-cuda-nvrtc + nvidia-cuda-runtime" in why
+    finally:
+        monkeypatch.undo()
+        nvrtc.prefer_major(None)
+    assert nvrtc.availability() == (True, "")
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])

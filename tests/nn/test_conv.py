@@ -53,7 +53,9 @@ def _check_module(g_mod, t_mod, in_shape, device, atol=1e-5, forward_kw=None):
     for (name, p), (_, tp) in zip(g_mod.named_parameters(), t_mod.named_parameters(),
                                   strict=True):
         assert p.grad is not None, name
-        assert_close(p.grad, tp.grad, atol=atol * 10, rtol=1e-4)
+        # A parameter's gradient sums thousands of float32 products (the bias: 4096 terms of
+        # magnitude ~30 here), each library in its own order: ~sqrt(K) * eps * |term| ~ 1e-4.
+        assert_close(p.grad, tp.grad, atol=atol * 30, rtol=1e-4)
 
 
 # -- Conv2d ------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def parse_kernels(source: str) -> dict[str, tuple[Param, ...]]:
     for m in _KERNEL.finditer(code):
         before = code[: m.start()].rstrip()
         before = re.sub(r'extern\s+"C"\s*$', "", before).rstrip()
-        if before.endswith(">"):  # template<...> __global__: needs explicit instantiation
+        if re.search(r"\btemplate\s*<[^;{}]*>$", before):  # needs explicit instantiation
             continue
         name, plist = m.group(1), m.group(2).strip()
         items = [] if plist in ("", "void") else plist.split(",")
@@ -130,11 +130,9 @@ def _launchers(names: list[str]) -> str:
 
 # ---- compiling and caching --------------------------------------------------------------------
 def cache_dir() -> Path:
-    root = os.environ.get("GPUTENSOR_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "gputensor"
-    path = base / "cuda_emulator"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    from gputensor._files import cache_dir as project_cache
+
+    return project_cache("cuda_emulator")
 
 
 @functools.cache
@@ -162,6 +160,15 @@ def _runtime_sources() -> list[bytes]:
     files = [SHIM, RUNTIME, Path(__file__), *sorted(KERNELS_DIR.glob("*.cuh")),
              *sorted(STUB_INCLUDE.glob("*.h"))]
     return [f.read_bytes() for f in files]
+
+
+def _included_headers(source: str, flags: tuple[str, ...]) -> list[bytes]:
+    """Path and text of every header the source includes from its ``-I`` folders (a user's
+    kernel headers too): an edited header must never reuse the old library."""
+    from ..binaries import included_files
+
+    dirs = [Path(f[2:]) for f in flags if f.startswith("-I")] + [KERNELS_DIR, STUB_INCLUDE]
+    return [str(p).encode() + b"\0" + p.read_bytes() for p in included_files(source, dirs)]
 
 
 def _invoke_compiler(cmd: list[str]) -> None:
@@ -235,8 +242,8 @@ def build_source(source: str, name: str, extra_flags: tuple[str, ...] = ()) -> B
     kernels = parse_kernels(source)
     if not kernels:
         raise CompileError(f"module '{name}': no non-template __global__ kernel found")
-    key = _digest(*_runtime_sources(), source, name, " ".join(extra_flags), opt_level(),
-                  compiler_version())
+    key = _digest(*_runtime_sources(), *_included_headers(source, extra_flags), source, name,
+                  " ".join(extra_flags), opt_level(), compiler_version())
     target = cache_dir() / f"{name}-{key}.so"
 
     def build(tmp: str) -> None:

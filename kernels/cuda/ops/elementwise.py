@@ -55,14 +55,31 @@ def _layout(t: Tensor, shape: tuple[int, ...]) -> list[int]:
 
 
 def make_kernel(op: OpDef):
+    # Per (runtime, dtypes of out/compute/operands): the compiled kernel and its elements per
+    # vector step, so a launch does no spec building or dtype checks after the first.
+    prepared: dict[tuple, tuple[Any, int]] = {}
+
+    def prepare(out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int]:
+        key = (id(runtime()), out._dtype, compute,
+               *(x._dtype if isinstance(x, Tensor) else None for x in inputs))
+        entry = prepared.get(key)
+        if entry is None:
+            spec = _spec(op, out, inputs, compute)
+            entry = prepared[key] = (_kernel(spec), E.vector_width(spec))
+        return entry
+
     def run(out: Tensor, inputs: list, params: tuple, compute: D.dtype) -> None:
         shape = out._shape
         n = out.numel()
         if n == 0:
             return
-        spec = _spec(op, out, inputs, compute)
+        kern, width = prepare(out, inputs, compute)
         arrays = [out] + [x for x in inputs if isinstance(x, Tensor)]
-        contiguous = all(a._shape == shape and a.is_contiguous() for a in arrays)
+        contiguous = True
+        for a in arrays:
+            if a._shape != shape or not a.is_contiguous():
+                contiguous = False
+                break
         meta = None
         if contiguous:
             pointers = [ptr(a) for a in arrays]
@@ -85,7 +102,9 @@ def make_kernel(op: OpDef):
         for p in params:
             args += E.scalar_args(p, compute)
         args += [n, meta.ptr if meta is not None else None]
-        launch_kernel(runtime(), _kernel(spec), E.launch_grid(spec, n), E.BLOCK, 0, args)
+        work = -(-n // width)
+        grid = max(1, min(E.DEVICE_MAX_GRID, -(-work // E.BLOCK)))  # E.launch_grid, inlined
+        launch_kernel(runtime(), kern, grid, E.BLOCK, 0, args)
 
     return run
 

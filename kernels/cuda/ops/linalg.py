@@ -6,13 +6,15 @@ dims broadcasting, any strides, c None or broadcastable to out (possibly out its
 in-place add* ops); beta == 0 ignores c and alpha == 0 ignores the product.
 
 Two engines serve it:
-- float32/float64/complex go to the runtime's cuBLAS-style column-major ``gemm``. A row-major
-  (M, N) result is the column-major (N, M) matrix ``out^T = b^T a^T``, so each operand whose
-  matrix dims have a unit stride is read in place through the transpose flags (no copy);
-  batches are one gemm call per batch index with pointer offsets (the runtime interface has no
-  strided-batched call). Many tiny real-valued batches (an elementwise-like einsum) go to the
-  tiled kernel instead, which does a whole batch in one launch.
-- every other dtype runs the tiled shared-memory kernel in gemm.cu, which takes all strides
+- floating and complex dtypes go to the runtime's cuBLAS-style column-major strided-batched
+  ``gemm`` (cublasGemmStridedBatchedEx on a GPU; float16/bfloat16 accumulate in float32 on
+  tensor cores; float32 uses TF32 exactly when ``gt.backends.cuda.matmul.allow_tf32`` /
+  ``gt.set_float32_matmul_precision`` allow it). A row-major (M, N) result is the
+  column-major (N, M) matrix ``out^T = b^T a^T``, so each operand whose matrix dims have a
+  unit stride is read in place through the transpose flags (no copy); batch dims that merge
+  into one stride for all operands (contiguous or broadcast batches) are one call, others
+  loop over the outer dims.
+- integer and bool dtypes run the tiled shared-memory kernel in gemm.cu, which takes all strides
   (batch strides in a small device array), so it never copies an operand.
 
 einsum mirrors what NumPy's einsum does for the CPU kernel with products: repeated labels become
@@ -33,6 +35,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._ops._core import empty, kernel
 from gputensor._tensor import Tensor
+from gputensor.backends.cuda import matmul as _matmul_flags
 from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for
 
@@ -42,7 +45,7 @@ from ..runtime import DevicePtr
 SOURCE = CudaSource("gemm.cu")
 
 # cuBLAS-style gemm dtypes, and the tiled kernel's: (dtype, accumulator, host scalar type).
-BLAS_DTYPES = (D.float32, D.float64, D.complex64, D.complex128)
+BLAS_DTYPES = (D.float16, D.bfloat16, D.float32, D.float64, D.complex64, D.complex128)
 _ACC = {D.bool: ("bool", "bool"), D.float16: ("float", "float"),
         D.bfloat16: ("float", "float"), D.float32: ("float", "float"),
         D.float64: ("double", "double")}
@@ -65,10 +68,6 @@ SOURCE.instantiate(
 SOURCE.instantiate("gt_zero_bytes", "unsigned char* p, long long nbytes",
                    "gt_fill_zero_bytes(p, nbytes)", [{}])
 
-# Real products with more batches than this, each smaller than _BLAS_MIN_WORK multiply-adds,
-# run as one tiled launch rather than one gemm call per batch.
-_BLAS_MAX_BATCHES = 8
-_BLAS_MIN_WORK = 32 * 32 * 32
 
 
 # -- small device helpers (shared with the convolution kernels) -------------------------------
@@ -165,11 +164,8 @@ def gemm_into(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None = None, beta: 
     target = out
     if _overlaps(out, a, b):  # the product must not overwrite its own operands
         target = empty(out._shape, dt, out.device)
-    m, n = out._shape[-2:]
     k = a._shape[-1] if alpha != 0 else 0
-    batches = math.prod(out._shape[:-2])
-    if dt in BLAS_DTYPES and (dt.is_complex or batches <= _BLAS_MAX_BATCHES
-                              or m * n * k >= _BLAS_MIN_WORK):
+    if dt in BLAS_DTYPES:
         _blas_gemm(target, a, b, c, beta, alpha, k)
     elif dt in TILED_DTYPES:
         _tiled_gemm(target, a, b, c, beta, alpha, k)
@@ -234,17 +230,22 @@ def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, a
     t_st = target._stride
     rt = runtime()
     np_dt = dt.np_dtype
+    tf32 = dt is D.float32 and _matmul_flags.allow_tf32
     base_a = a._storage._buf.ptr + a._offset * isz if k else 0
     base_b = b._storage._buf.ptr + b._offset * isz if k else 0
     base_c = target._storage._buf.ptr + target._offset * isz
-    for idx in itertools.product(*(range(s) for s in bshape)):
+    # One strided-batched call per run of batch dims that collapse into one stride for all
+    # three operands (one call in total for contiguous or broadcast batches).
+    outer, inner, (sa, sb, sc) = _batch_runs(bshape, a_st[:-2], b_st[:-2], t_st[:-2])
+    for idx in itertools.product(*(range(s) for s in outer)):
         pc = DevicePtr(base_c + sum(i * s for i, s in zip(idx, t_st, strict=False)) * isz)
         if k == 0:  # no product: C = beta * C (or zeros), never reading a or b
             ldc = (_blas_form(m, n, t_st[-2], t_st[-1]) if use_direct
                    else _blas_form(n, m, t_st[-1], t_st[-2]))[1]
             rows = m if use_direct else n
             cols = n if use_direct else m
-            rt.gemm("N", "N", rows, cols, 0, alpha, pc, max(1, rows), pc, 1, beta, pc, ldc, np_dt)
+            rt.gemm("N", "N", rows, cols, 0, alpha, pc, max(1, rows), pc, 1, beta, pc, ldc, np_dt,
+                    batch=inner, stride_a=0, stride_b=0, stride_c=sc)
             continue
         pa = DevicePtr(base_a + sum(i * s for i, s in zip(idx, a_st, strict=False)) * isz)
         pb = DevicePtr(base_b + sum(i * s for i, s in zip(idx, b_st, strict=False)) * isz)
@@ -252,14 +253,38 @@ def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, a
             ta, lda = _blas_form(m, k, a_st[-2], a_st[-1])
             tb, ldb = _blas_form(k, n, b_st[-2], b_st[-1])
             ldc = _blas_form(m, n, t_st[-2], t_st[-1])[1]
-            rt.gemm(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, np_dt)
+            rt.gemm(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, np_dt,
+                    batch=inner, stride_a=sa, stride_b=sb, stride_c=sc, allow_tf32=tf32)
         else:  # C^T (N, M) = op(b^T) op(a^T)
             ta, lda = _blas_form(n, k, b_st[-1], b_st[-2])
             tb, ldb = _blas_form(k, m, a_st[-1], a_st[-2])
             ldc = _blas_form(n, m, t_st[-1], t_st[-2])[1]
-            rt.gemm(ta, tb, n, m, k, alpha, pb, lda, pa, ldb, beta, pc, ldc, np_dt)
+            rt.gemm(ta, tb, n, m, k, alpha, pb, lda, pa, ldb, beta, pc, ldc, np_dt,
+                    batch=inner, stride_a=sb, stride_b=sa, stride_c=sc, allow_tf32=tf32)
     if target is not out:
         copy_into(out, target)
+
+
+def _batch_runs(bshape: Sequence[int], *strides: Sequence[int]
+                ) -> tuple[tuple[int, ...], int, tuple[int, ...]]:
+    """Split batch dims into (outer dims to loop over, inner batch count, each operand's
+    stride of the inner batch): the trailing dims merge while, for every operand,
+    stride[d] == stride[d + 1] * size[d + 1] (size-1 dims always merge)."""
+    dims = [d for d, n in enumerate(bshape) if n != 1]
+    if not dims:
+        return (), 1, tuple(0 for _ in strides)
+    last = dims[-1]
+    inner = bshape[last]
+    inner_strides = [st[last] for st in strides]
+    cut = len(dims) - 1
+    while cut > 0:
+        d = dims[cut - 1]
+        if any(st[d] != st_in * inner for st, st_in in zip(strides, inner_strides, strict=True)):
+            break
+        inner *= bshape[d]
+        cut -= 1
+    outer = tuple(bshape[d] if d in dims[:cut] else 1 for d in range(len(bshape)))
+    return outer, inner, tuple(inner_strides)
 
 
 # -- einsum ---------------------------------------------------------------------------------------

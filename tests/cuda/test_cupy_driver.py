@@ -1,0 +1,389 @@
+"""The CuPy driver against a stand-in cupy (tests/cuda/fake_cupy.py) that encodes CuPy's
+behaviour: which stream a call uses, when the host waits, which pool memory comes from, what
+stays alive while queued work uses it. The real GPU runs of the same facts are tests/gpu/."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+import numpy as np
+import pytest
+
+from gputensor.kernels.cuda import nvrtc
+from gputensor.kernels.cuda.runtime import (
+    DeviceProperties,
+    DevicePtr,
+    OutOfMemoryError,
+    missing_methods,
+)
+
+from . import fake_cupy
+
+_NVRTC, _WHY = nvrtc.availability()
+needs_nvrtc = pytest.mark.skipif(not _NVRTC, reason=f"NVRTC wheel not installed: {_WHY}")
+
+
+@pytest.fixture
+def cp(monkeypatch):
+    return fake_cupy.install(monkeypatch)
+
+
+@pytest.fixture
+def rt(cp):
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    yield CupyRuntime()
+    nvrtc.prefer_major(None)
+
+
+def _kinds(cp, prefix: str = "copy") -> list[str]:
+    return [e[0] for e in cp.log if e[0].startswith(prefix)]
+
+
+def test_is_usable_reports_why_not(monkeypatch) -> None:
+    from gputensor.kernels.cuda import cupy_driver
+
+    monkeypatch.setitem(sys.modules, "cupy", None)  # makes `import cupy` raise ImportError
+    ok, why = cupy_driver.is_usable()
+    assert not ok and "CuPy is not installed" in why
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.make(devices=0))
+    assert cupy_driver.is_usable() == (False, "no CUDA device found")
+    broken = fake_cupy.make()
+
+    def no_driver():
+        raise RuntimeError("cudaErrorInsufficientDriver")
+    broken.cuda.runtime.getDeviceCount = no_driver
+    monkeypatch.setitem(sys.modules, "cupy", broken)
+    ok, why = cupy_driver.is_usable()
+    assert not ok and "cudaErrorInsufficientDriver" in why
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy.make())
+    assert cupy_driver.is_usable() == (True, "")
+
+
+# ---- memory: one pool, PyTorch's statistics, OOM -----------------------------------------
+def test_memory_stats_count_blocks_and_segments(rt, cp) -> None:
+    assert missing_methods(rt) == []
+    a = rt.alloc(100)                       # one 512-byte block from a new segment
+    b = rt.alloc(2 << 20)                   # a large-pool block
+    st = rt.memory_stats()
+    assert st["allocation.all.current"] == 2 and st["allocation.small_pool.current"] == 1
+    assert st["allocated_bytes.all.current"] == 512 + (2 << 20) == rt.memory_allocated()
+    assert st["requested_bytes.all.current"] == 100 + (2 << 20)
+    assert st["segment.all.current"] == 2 and st["num_device_alloc"] == 2
+    assert st["reserved_bytes.all.current"] == rt.memory_reserved() == 512 + (2 << 20)
+    assert ("cudaMalloc", 512) in cp.log
+    rt.free(b)
+    gc.collect()
+    st = rt.memory_stats()
+    assert st["allocated_bytes.all.current"] == 512 and st["allocated_bytes.all.peak"] > 512
+    assert st["allocated_bytes.large_pool.freed"] == 2 << 20
+    assert st["inactive_split_bytes.all.current"] == 2 << 20  # cached, unused
+    rt.empty_cache()
+    gc.collect()
+    st = rt.memory_stats()
+    assert st["segment.all.current"] == 1 and st["num_device_free"] == 1
+    assert st["reserved_bytes.all.current"] == 512 and rt.max_memory_reserved() > 512
+    rt.reset_peak_memory_stats()
+    assert rt.max_memory_allocated() == 512
+    rt.free(a)
+    for key in ("active_bytes.all.current", "num_alloc_retries", "num_ooms", "max_split_size",
+                "oversize_allocations.current", "inactive_split.small_pool.peak"):
+        assert key in st
+    assert rt.mem_get_info() == ((80 << 30) - 1024, 80 << 30)
+    assert rt.properties(0) == DeviceProperties("Fake GPU", 80 << 30, 132, 9, 0)
+
+
+def test_oom_retries_once_after_freeing_the_cache_and_counts(monkeypatch) -> None:
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    cp = fake_cupy.install(monkeypatch, fail_mallocs=1)
+    rt = CupyRuntime()
+    assert rt.alloc(100) != 0
+    assert [e[0] for e in cp.log if e[0] in ("malloc", "free_all_blocks")] == \
+        ["malloc", "free_all_blocks", "malloc"]
+    assert rt.memory_stats()["num_alloc_retries"] == 1
+    cp = fake_cupy.install(monkeypatch, fail_mallocs=2)
+    rt = CupyRuntime()
+    with pytest.raises(OutOfMemoryError, match="tried to allocate 100 bytes; 0 bytes in use"):
+        rt.alloc(100)
+    assert rt.memory_stats()["num_ooms"] == 1
+    nvrtc.prefer_major(None)
+
+
+def test_memory_fraction_caps_the_pool(rt) -> None:
+    rt.set_memory_fraction(1e-9)  # about 85 bytes of an 80 GiB device
+    with pytest.raises(OutOfMemoryError):
+        rt.alloc(4096)
+
+
+def test_cupys_own_allocations_come_from_the_project_pool(rt, cp) -> None:
+    """cuBLAS calls run inside ``using_allocator(rt.malloc)``: CuPy-side temporaries come from
+    the same pool, statistics and OOM path as tensors."""
+    d = rt.alloc(64)
+    rt.gemm("N", "N", 2, 2, 2, 1.0, d, 2, d, 2, 0.0, d, 2, np.float32)
+    call = next(e for e in cp.log if e[0] == "gemmStridedBatchedEx")
+    assert call[-1] == rt.malloc
+    block = rt.malloc(1000)
+    assert rt.pool.used_bytes() >= 1024 and block.ptr
+
+
+# ---- streams: host reads, default stream, what stays alive -----------------------------------
+def test_host_reads_wait_for_the_current_stream_only(rt, cp) -> None:
+    """A host read (stream=None) is queued on CuPy's current stream (a non-blocking side stream
+    inside ``gt.cuda.stream``) and waits for that stream, never the legacy stream's
+    synchronous copy, which does not wait for non-blocking streams."""
+    host = np.arange(8, dtype=np.float32)
+    d = rt.alloc(host.nbytes)
+    s = rt.create_stream()
+    assert s.non_blocking
+    with s:
+        rt.memcpy_htod(d, host)
+        out = np.empty(8, np.float32)
+        rt.memcpy_dtoh(out, d)
+    np.testing.assert_array_equal(out, host)
+    assert _kinds(cp) == ["copy_from_host_async", "copy_to_host_async"]
+    copies = [e for e in cp.log if e[0].startswith("copy")]
+    assert all(e[2] is s for e in copies)
+    assert cp.log[-1] == ("stream_sync", s) and s.done
+    rt.memcpy_dtoh(out, d)  # outside: the default stream
+    assert cp.log[-2][2] is cp.cuda.Stream.null and cp.log[-1] == ("stream_sync",
+                                                                   cp.cuda.Stream.null)
+
+
+def test_default_stream_is_cupys_null_stream(rt, cp, monkeypatch) -> None:
+    from gputensor.cuda import streams
+
+    assert rt.default_stream() is cp.cuda.Stream.null
+    monkeypatch.setattr(streams, "_require", lambda: rt)
+    monkeypatch.setattr(streams, "current_device", lambda: 0)
+    monkeypatch.setattr(streams, "_defaults", {})
+    side = streams.Stream()
+    default = streams.default_stream()
+    assert default.raw is cp.cuda.Stream.null and default.cuda_stream == 0
+    d = rt.alloc(64)
+    with streams.stream(side):  # events and queries of the default stream act on it
+        rt.memcpy_dtod(d, d, 64, stream=default.raw)
+        ev = default.record_event()
+        assert ev.raw.stream is cp.cuda.Stream.null
+        assert not default.query() and not ev.query()
+        side.wait_stream(default)
+        kind, waiter, event = cp.log[-1]
+        assert (kind, waiter, event.stream) == ("wait_event", side.raw, cp.cuda.Stream.null)
+    default.synchronize()
+    assert default.query() and ev.query()
+
+
+def test_pinned_buffers_live_until_their_async_copy_ran(rt, cp) -> None:
+    d = rt.alloc(1024)
+    s = rt.create_stream()
+    host = rt.alloc_host(1024)
+    host[:] = 7
+    rt.memcpy_htod(d, host, stream=s)
+    block = weakref.ref(next(iter(cp.live_pinned)))
+    del host
+    gc.collect()
+    rt.alloc_host(16)  # the pool must not get the block back while the copy is queued
+    assert block() is not None
+    s.synchronize()
+    rt.alloc_host(16)  # releases what completed work kept
+    gc.collect()
+    assert block() is None
+    pageable = np.ones(256, np.float32)
+    rt.memcpy_htod(d, pageable, stream=s)  # pageable: staged by the driver, nothing kept
+    assert not rt._watch.items
+
+
+def test_record_stream_delays_reuse_until_that_stream_is_done(rt, cp) -> None:
+    side = rt.create_stream()
+    p = rt.alloc(4096)
+    with side:
+        rt.memcpy_dtod(p, p, 4096)  # queued work on the side stream uses the block
+    used = rt.pool.used_bytes()
+    rt.free(p, [side])
+    gc.collect()
+    assert rt.pool.used_bytes() == used  # still held: the side stream has not finished
+    assert rt.memory_stats()["allocated_bytes.all.current"] == 0  # no longer the tensor's
+    side.synchronize()
+    rt.alloc(16)
+    gc.collect()
+    assert rt.pool.used_bytes() == 512
+
+
+def test_frees_from_finalizers_inside_alloc_are_deferred(rt) -> None:
+    """A GC finalizer may free a block while alloc/free runs: it waits, nothing deadlocks."""
+    p = rt.alloc(64)
+    rt._in_pool = True
+    rt.free(p)
+    assert rt._deferred and rt.memory_allocated() == 512
+    rt._in_pool = False
+    rt.alloc(64)
+    assert not rt._deferred and rt.memory_allocated() == 512
+
+
+def test_device_arrays_upload_without_a_host_sync(cp, monkeypatch) -> None:
+    """Shapes and strides for a kernel are staged in pinned memory and copied asynchronously on
+    the current stream: never a synchronous copy from pageable memory (which drains the GPU's
+    queue before it starts)."""
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+    from gputensor.kernels.cuda.device import DeviceArray
+    from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
+    from gputensor.storage import allocator
+
+    rt = CupyRuntime()
+    monkeypatch.setitem(allocator.DRIVERS, "cuda", RuntimeStorageDriver(rt))
+    s = rt.create_stream()
+    with s:
+        arr = DeviceArray([3, 4, 5])
+    assert arr.size == 3 and _kinds(cp) == ["copy_from_host_async"]
+    assert [e[0] for e in cp.log if e[0] == "pinned_malloc"] == ["pinned_malloc"]
+    copy = next(e for e in cp.log if e[0] == "copy_from_host_async")
+    assert copy[2] is s and not any(e[0] == "stream_sync" for e in cp.log)
+    out = np.empty(3, np.int64)
+    rt.memcpy_dtoh(out, arr.ptr)
+    assert out.tolist() == [3, 4, 5]
+    nvrtc.prefer_major(None)
+
+
+# ---- kernels: the project's NVRTC step, launches ---------------------------------------------
+_SRC = ('#include "common.cuh"\n'
+        'extern "C" __global__ void k(float* x, const int* y, float s, int n) '
+        '{ if (n) x[0] = x[0] * s; }\n'
+        'template <typename T> __global__ void tk(T* x) { x[0] = T(1); }\n')
+
+
+@needs_nvrtc
+def test_compile_loads_the_project_nvrtc_binary(rt, cp, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("GPUTENSOR_CACHE_DIR", str(tmp_path))
+    from gputensor.kernels.cuda.device import NVRTC_OPTIONS
+
+    mod = rt.compile(_SRC, "m", options=NVRTC_OPTIONS, name_expressions=("tk<float>",))
+    load = next(e for e in cp.log if e[0] == "module_load")
+    assert load[1] == b"\x7fELF"  # a CUBIN for the device's own sm_90, not PTX for CuPy to JIT
+    assert rt.binary_arch() == "sm_90"
+    assert list((tmp_path / "cuda_nvrtc").glob("m-*.cubin"))
+    assert mod.lowered_names["tk<float>"].startswith("_Z2tkIfEvPT_")
+    tk = rt.get_kernel(mod, "tk<float>")
+    assert tk.function.name == mod.lowered_names["tk<float>"]
+    assert "-ftz=false" in NVRTC_OPTIONS  # float32 subnormals survive, as on the CPU
+
+
+@needs_nvrtc
+def test_launch_converts_arguments_and_uses_the_current_stream(rt, cp, tmp_path,
+                                                               monkeypatch) -> None:
+    monkeypatch.setenv("GPUTENSOR_CACHE_DIR", str(tmp_path))
+    from gputensor.kernels.cuda.device import NVRTC_OPTIONS
+
+    k = rt.get_kernel(rt.compile(_SRC, "m", options=NVRTC_OPTIONS), "k")
+    d = rt.alloc(16)
+    s = rt.create_stream()
+    start, end = rt.create_event(), rt.create_event()
+    start.record(s)
+    rt.launch(k, 2, (32, 2), 128, [d + 4, None, 1.5, 7], stream=s)
+    end.record(s)
+    name, grid, block, args, shared, stream = next(
+        e for e in reversed(cp.log) if e[0] == "kernel")[1:]
+    assert (name, grid, block, shared, stream) == ("k", (2,), (32, 2), 128, s)
+    assert args[0] == np.uint64(int(d) + 4) and args[0].dtype == np.uint64
+    assert args[1] == 0 and args[1].dtype == np.uint64
+    assert args[2] == 1.5 and args[2].dtype == np.float32
+    assert args[3] == 7 and args[3].dtype == np.int32
+    with pytest.raises(TypeError, match="takes 4 arguments"):
+        rt.launch(k, 1, 1, 0, [d])
+    with pytest.raises(OverflowError, match="'n'.*does not fit"):
+        rt.launch(k, 1, 1, 0, [d, d, 1.0, 2**40])
+    rt.launch(k, 1, 1, 0, [d, d, 0.5, 1])
+    assert cp.log[-1][-1] is None  # no stream given: CuPy's current stream
+    assert rt.elapsed_time(start, end) >= 0
+
+
+def test_driver_version_picks_the_nvrtc_major(cp, monkeypatch) -> None:
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    cp.cuda.runtime.driverGetVersion = lambda: 12080
+    CupyRuntime()
+    try:
+        if _NVRTC:
+            assert nvrtc.toolkit().major <= 12
+    finally:
+        nvrtc.prefer_major(None)
+
+
+# ---- cuBLAS ------------------------------------------------------------------------------------
+def _upload(rt, x: np.ndarray) -> DevicePtr:
+    p = rt.alloc(x.nbytes)
+    rt.memcpy_htod(p, x)
+    return p
+
+
+def test_strided_batched_gemm_is_one_call(rt, cp) -> None:
+    rng = np.random.default_rng(0)
+    a, b, c = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 5, 2)), \
+        rng.standard_normal((3, 4, 2))
+    # column-major batches: each matrix stored transposed in row-major terms
+    pa, pb, pc = (_upload(rt, np.ascontiguousarray(x.transpose(0, 2, 1))) for x in (a, b, c))
+    rt.gemm("N", "N", 4, 2, 5, 2.0, pa, 4, pb, 5, 0.5, pc, 4, np.float64,
+            batch=3, stride_a=20, stride_b=10, stride_c=8)
+    out = np.empty((3, 2, 4))
+    rt.memcpy_dtoh(out, pc)
+    np.testing.assert_allclose(out.transpose(0, 2, 1), 2.0 * a @ b + 0.5 * c, rtol=1e-12)
+    calls = [e for e in cp.log if e[0] == "gemmStridedBatchedEx"]
+    assert len(calls) == 1 and calls[0][12] == 3 and calls[0][13] == 70  # batch, COMPUTE_64F
+    with pytest.raises(IndexError, match="overruns"):
+        rt.gemm("N", "N", 4, 2, 5, 1.0, pa, 4, pb, 5, 0.0, pc, 4, np.float64,
+                batch=4, stride_a=20, stride_b=10, stride_c=8)
+
+
+@pytest.mark.parametrize("dtype,tf32,compute", [("float32", False, 68), ("float32", True, 77),
+                                                ("float16", True, 68), ("bfloat16", False, 68)])
+def test_gemm_compute_types(rt, cp, dtype, tf32, compute) -> None:
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
+    x = np.arange(4, dtype=np.float32).astype(dt)
+    p = _upload(rt, x)
+    q = rt.alloc(x.nbytes)
+    rt.gemm("N", "N", 2, 2, 2, 1.0, p, 2, p, 2, 0.0, q, 2, dt, allow_tf32=tf32)
+    assert next(e for e in cp.log if e[0] == "gemmStridedBatchedEx")[13] == compute
+    out = np.empty(4, dt)
+    rt.memcpy_dtoh(out, q)
+    m = np.arange(4, dtype=np.float32).reshape(2, 2).T
+    np.testing.assert_array_equal(out.astype(np.float32).reshape(2, 2).T, m @ m)
+
+
+# ---- availability: a probe kernel must compile and run -----------------------------------------
+@needs_nvrtc
+@pytest.mark.parametrize("broken", ["", "load"])
+def test_is_available_only_when_a_probe_kernel_runs(tmp_path, broken) -> None:
+    import os
+    import subprocess
+    from pathlib import Path
+
+    (tmp_path / "cupy").mkdir()
+    (tmp_path / "cupy" / "__init__.py").write_text(fake_cupy.PACKAGE_INIT)
+    root = Path(__file__).resolve().parents[2]
+    code = ("import gputensor as gt, gputensor.nn as nn\n"
+            "print(gt.cuda.is_available(), gt.cuda.why_unavailable() or '-')\n"
+            "for f in (lambda: gt.ones(2).cuda(), lambda: gt.tensor([1.0], device='cuda'),\n"
+            "          lambda: nn.Linear(2, 2).cuda().weight):\n"
+            "    try:\n"
+            "        print('ok', f().device)\n"
+            "    except RuntimeError as e:\n"
+            "        print('error', e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "GPUTENSOR_CUDA_EMULATOR"}
+    env.update(PYTHONPATH=f"{tmp_path}{os.pathsep}{root}", FAKE_CUPY_BROKEN=broken,
+               GPUTENSOR_CACHE_DIR=str(tmp_path / "cache"))
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    if not broken:
+        assert lines[0] == "True -"
+        assert lines[1] == "ok cuda:0" and len(lines) == 4
+    else:
+        assert lines[0].startswith("False RuntimeError: CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+        errors = lines[1:]
+        assert len(errors) == 3 and all(e.startswith("error CUDA is not available") and
+                                        "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in e
+                                        for e in errors), errors
