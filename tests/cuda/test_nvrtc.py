@@ -22,8 +22,17 @@ ROOT = Path(__file__).resolve().parents[2]
 # templates whose entry points CudaSource generates (tested below, per source).
 SOURCES = sorted((ROOT / "tests" / "cuda" / "kernels").rglob("*.cu"))
 ARCHS = ("sm_80", "sm_90")
-# What the installed NVRTC can build of Volta/Ampere/Hopper (NVRTC 13 has no sm_70).
-BACKEND_ARCHS = tuple(nvrtc.check_archs()) if _OK else ()
+
+
+def _backend_targets() -> list[tuple[int, str]]:
+    """(CUDA major, arch) for every installed NVRTC: Volta/Ampere/Hopper with CUDA 12 (NVRTC
+    13 dropped sm_70); Hopper with the newer majors (the headers differ, the kernels do not)."""
+    majors = sorted({t.major for t in nvrtc.find_toolkits()})
+    return [(m, a) for m in majors for a in (("sm_70", "sm_80", "sm_90") if m == 12
+                                             else ("sm_90",))]
+
+
+BACKEND_TARGETS = _backend_targets() if _OK else []
 _ENTRY = re.compile(r"^\.(?:visible\s+)?\.entry\s+([\w$]+)\s*\(", re.M)
 
 
@@ -49,15 +58,22 @@ def test_every_backend_cu_file_is_declared():
     assert files <= {s.filename for s in _backend_sources()}
 
 
-@pytest.mark.parametrize("arch", BACKEND_ARCHS)
-def test_backend_sources_compile_for_real_gpus(arch: str):
-    """Every CUDA-backend source with all its instantiations compiles for sm_70/80/90, and
-    every instantiated kernel is an (unmangled, extern "C") entry point."""
-    for src in _backend_sources():
-        prog = src.nvrtc_check(arch)
-        assert re.search(rf"^\.target\s+{arch}\b", prog.ptx, re.M)
-        assert prog.cubin[:4] == b"\x7fELF"
-        assert set(src.kernel_names) <= _entries(prog.ptx), src.filename
+@pytest.mark.parametrize("major,arch", BACKEND_TARGETS,
+                         ids=[f"cuda{m}-{a}" for m, a in BACKEND_TARGETS])
+def test_backend_sources_compile_for_real_gpus(major: int, arch: str):
+    """Every CUDA-backend source with all its instantiations compiles with each installed
+    NVRTC (CUDA 12 and 13 headers) for its architectures, and every instantiated kernel is an
+    (unmangled, extern "C") entry point."""
+    nvrtc.prefer_major(major)
+    try:
+        assert nvrtc.toolkit().major == major
+        for src in _backend_sources():
+            prog = src.nvrtc_check(arch)
+            assert re.search(rf"^\.target\s+{arch}\b", prog.ptx, re.M)
+            assert prog.cubin[:4] == b"\x7fELF"
+            assert set(src.kernel_names) <= _entries(prog.ptx), src.filename
+    finally:
+        nvrtc.prefer_major(None)
 
 
 def test_backend_compile_error_shows_numbered_source_and_specialisations():
@@ -85,7 +101,11 @@ def test_source_compiles_with_every_kernel_entry(path: Path, arch: str):
     prog = nvrtc.compile_file(path, arch, name_expressions=exprs)
     assert re.search(rf"^\.target\s+{arch}\b", prog.ptx, re.M), prog.ptx[:400]
     assert prog.cubin[:4] == b"\x7fELF"  # ptxas ran for the real architecture
-    assert "warning" not in prog.log, prog.log  # kernels compile cleanly, not just compile
+    # Kernels compile cleanly, not just compile. NVRTC 13's ptxas notes that misc.cu's
+    # deliberately recursive kernel has no static stack size; nothing else may warn.
+    log = "\n".join(line for line in prog.log.splitlines()
+                    if "cannot be statically determined" not in line or "recurse" not in line)
+    assert "warning" not in log, prog.log
     lowered = prog.lowered_names
     for k in kernels:  # C++ linkage: the symbol is mangled and starts with the kernel's name
         assert lowered[f"&{k}"].startswith(f"_Z{len(k)}{k}"), (k, lowered[f"&{k}"])
@@ -175,7 +195,7 @@ def test_include_dirs_and_options(tmp_path: Path):
 
 def test_version_and_archs():
     major, minor = nvrtc.version()
-    assert major == 12 and minor >= 0
+    assert major == nvrtc.toolkit().major in (12, 13) and minor >= 0
     archs = nvrtc.supported_archs()
     assert archs == sorted(archs) and {80, 90} <= set(archs)
 
@@ -246,7 +266,8 @@ COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs",
                "logical_not", "_abs_error")
 
 
-@pytest.mark.parametrize("arch", ["sm_70", "sm_90"])
+@pytest.mark.parametrize("arch", [a for a in ("sm_70", "sm_90")
+                                  if not _OK or a in nvrtc.check_archs()])
 def test_complex_elementwise_kernels_compile_for_real_gpus(arch: str):
     import numpy as np
 
