@@ -15,18 +15,11 @@ import threading
 from typing import Any
 
 from gputensor.kernels.cuda import errors as _errors
+from gputensor.kernels.cuda.runtime import work_done
 
 from .devices import _require, current_device
 
 _local = threading.local()  # per thread: the stack of entered streams
-
-
-def _done(raw: Any) -> bool:
-    """Whether a runtime stream or event has finished its work (``query()`` or ``.done``)."""
-    q = getattr(raw, "query", None)
-    if callable(q):
-        return bool(q())
-    return bool(getattr(raw, "done", True))
 
 
 class Stream:
@@ -60,7 +53,7 @@ class Stream:
 
     def query(self) -> bool:
         """True when all work queued on this stream has completed."""
-        return _done(self.raw)
+        return work_done(self.raw)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has completed (then raise any error a
@@ -135,7 +128,7 @@ class Event:
 
     def query(self) -> bool:
         """True when the work before the event's record completed (or it was never recorded)."""
-        return True if not self._recorded else _done(self.raw)
+        return True if not self._recorded else work_done(self.raw)
 
     def synchronize(self) -> None:
         """Wait until the work before the event's record completed (then raise any error a

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import device as _device
-from .runtime import DevicePtr
+from .runtime import DevicePtr, work_done
 
 __all__ = ["ErrorSite", "check_pending", "get_mode", "immediate", "launched", "record",
            "set_mode", "site"]
@@ -165,11 +165,6 @@ def _stream_of(rt: Any) -> Any:
     return rt.default_stream() if stream is None else stream
 
 
-def _finished(stream: Any) -> bool:
-    q = getattr(stream, "query", None)
-    return bool(q()) if callable(q) else bool(getattr(stream, "done", True))
-
-
 def check_pending() -> None:
     """Raise an error a deferred kernel launch recorded, if any (then reset the record).
     Costs one attribute check when no deferred launch happened since the last check.
@@ -181,7 +176,7 @@ def check_pending() -> None:
     if not _state.pending:
         return
     for key, (rt, ptr, stream) in list(_state.pending.items()):
-        if stream is _stream_of(rt) or _finished(stream):
+        if stream is _stream_of(rt) or work_done(stream):
             _check(key, rt, ptr, asynchronous=True)
 
 

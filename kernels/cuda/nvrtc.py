@@ -84,11 +84,6 @@ def _nvidia_roots() -> list[Path]:
     return [Path(p) for p in spec.submodule_search_locations]
 
 
-def _nvidia_dirs(component: str) -> list[Path]:
-    """``<site-packages>/nvidia/<component>`` for every ``nvidia`` namespace path entry."""
-    return [r / component for r in _nvidia_roots() if (r / component).is_dir()]
-
-
 def _toolkit_roots() -> list[Path]:
     roots = [Path(os.environ[e]) for e in _TOOLKIT_ENVS if os.environ.get(e)]
     return [*roots, Path("/usr/local/cuda")]

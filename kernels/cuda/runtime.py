@@ -53,6 +53,15 @@ RUNTIME_METHODS = (
 )
 
 
+def work_done(raw: Any) -> bool:
+    """Whether a runtime stream or event has finished its work: ``query()`` (the emulator's
+    objects) or ``.done`` (CuPy's ``Stream``/``Event``)."""
+    q = getattr(raw, "query", None)
+    if callable(q):
+        return bool(q())
+    return bool(getattr(raw, "done", True))
+
+
 def missing_methods(runtime: Any) -> list[str]:
     """The interface methods ``runtime`` lacks (empty for a complete driver)."""
     return [m for m in RUNTIME_METHODS if not callable(getattr(runtime, m, None))]

@@ -37,14 +37,16 @@ class DeviceBuffer:
     def __init__(self, runtime: Any, nbytes: int) -> None:
         self.runtime = runtime
         self.size = int(nbytes)
-        self.ptr: DevicePtr = runtime.alloc(self.size)
         self.streams: list[Any] = []  # runtime streams that use the block besides its own
+        self.ptr: DevicePtr = runtime.alloc(self.size)  # may raise OutOfMemoryError
 
     def __del__(self) -> None:
         # __del__ rather than weakref.finalize: it runs on every tensor's death, and costs a
-        # fraction of a finalizer's registration. At interpreter exit the pool goes away whole.
-        if not sys.is_finalizing():
-            self.runtime.free(self.ptr, self.streams)
+        # fraction of a finalizer's registration. At interpreter exit the pool goes away whole;
+        # a buffer whose alloc raised has no block to free.
+        ptr = getattr(self, "ptr", None)
+        if ptr is not None and not sys.is_finalizing():
+            self.runtime.free(ptr, self.streams)
 
     def record_stream(self, stream: Any) -> None:
         """PyTorch's ``Tensor.record_stream``: the block is not reused until the work queued

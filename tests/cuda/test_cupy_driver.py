@@ -387,3 +387,19 @@ def test_is_available_only_when_a_probe_kernel_runs(tmp_path, broken) -> None:
         assert len(errors) == 3 and all(e.startswith("error CUDA is not available") and
                                         "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in e
                                         for e in errors), errors
+
+
+def test_a_buffer_whose_alloc_failed_frees_nothing(monkeypatch) -> None:
+    """OOM in DeviceBuffer.__init__: the half-made buffer's __del__ must not raise."""
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+    from gputensor.kernels.cuda.storage_driver import DeviceBuffer
+
+    fake_cupy.install(monkeypatch, fail_mallocs=2)
+    rt = CupyRuntime()
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    with pytest.raises(OutOfMemoryError):
+        DeviceBuffer(rt, 100)
+    gc.collect()
+    assert unraisable == [] and rt.memory_allocated() == 0
+    nvrtc.prefer_major(None)
