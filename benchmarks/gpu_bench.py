@@ -17,7 +17,8 @@ What it measures (full sizes; ``--quick`` shrinks them, see ``QUICK``):
   float64 product on the host (which shows whether TF32 / bf16 really ran).
 - ``host_overhead``: the host cost of one eager 1024-element ``a + b`` while the GPU is busy
   (about 50 ms of 4096 matmuls queued first), per op in microseconds, and the same with the
-  GPU idle; ``gpu_busy_at_end`` says whether the queue outlived the timed loop.
+  GPU idle; ``gpu_busy_at_end`` says whether the queue outlived the timed loop. The same for a
+  broadcast add ((32, 32) + (32,), keys ``broadcast_*``) and a full ``sum`` (``sum_*``).
 - ``train_mlp`` (784-256-256-10, batch 128), ``train_cnn`` (gputensor/demo.py's CNN on 1x8x8
   digits, batch 64) and ``train_gpt`` (2 layers, n_embd 128, 4 heads, block 64, vocab 65, batch
   32; one model source for torch.nn and gt.nn): zero_grad, forward, cross entropy, backward and
@@ -775,6 +776,7 @@ def item_host_overhead(ctx: Ctx) -> dict[str, Any]:
     sz = ctx.sz
     g, s, n_ops = sz.gemm, sz.small, sz.small_ops
     item = {"what": (f"host time of one eager a + b on {s} float32 elements, {n_ops} in a row, "
+                     f"(broadcast_*: a ({s // 32}, 32) + (32,) add; sum_*: a full sum), "
                      f"timed with perf_counter while ~{sz.busy_s * 1e3:.0f} ms of {g}x{g} "
                      "float32 matmuls are queued on the GPU (busy), and with the GPU idle"),
             "metric": "us_per_op"}
@@ -783,12 +785,16 @@ def item_host_overhead(ctx: Ctx) -> dict[str, Any]:
     def one(lib: Lib) -> dict[str, Any]:
         big_a, big_b = lib.dev(ctx.host("a", (g, g))), lib.dev(ctx.host("b", (g, g)))
         sa, sb = lib.dev(ctx.host("a", (s,))), lib.dev(ctx.host("b", (s,)))
+        rows = lib.dev(ctx.host("a", (s,))).reshape(s // 32, 32)
+        row = lib.dev(ctx.host("b", (32,)))
+        ops = {"": lambda: sa + sb, "broadcast_": lambda: rows + row, "sum_": lambda: sa.sum()}
         with contextlib.ExitStack() as stack:
             if lib.name == "torch":
                 stack.enter_context(torch_tf32(lib.mod, False))
             stack.enter_context(cupy_compute_type(cp, False))
-            for _ in range(20):
-                sa + sb
+            for op in ops.values():
+                for _ in range(20):
+                    op()
             big_a @ big_b
             lib.sync()
             t0 = time.perf_counter()
@@ -796,34 +802,38 @@ def item_host_overhead(ctx: Ctx) -> dict[str, Any]:
             lib.sync()
             t_mm = time.perf_counter() - t0
             n_mm = max(1, min(sz.busy_cap, math.ceil(sz.busy_s / max(t_mm, 1e-9))))
-            idle, busy, flags, queue_s = [], [], [], []
-            for _ in range(3):
-                lib.sync()
-                t0 = time.perf_counter()
-                for _ in range(n_ops):
-                    sa + sb
-                idle.append((time.perf_counter() - t0) / n_ops)
-                lib.sync()
-            for _ in range(3):
-                lib.sync()
-                t0 = time.perf_counter()
-                for _ in range(n_mm):
-                    big_a @ big_b
-                queue_s.append(time.perf_counter() - t0)
-                marker = lib.event()
-                if marker is not None:
-                    lib.record(marker)
-                t0 = time.perf_counter()
-                for _ in range(n_ops):
-                    sa + sb
-                busy.append((time.perf_counter() - t0) / n_ops)
-                flags.append(None if marker is None else not lib.done(marker))
-                lib.sync()
-        busy_s = statistics.median(busy)
-        return {"s": busy_s, "busy_us": busy_s * 1e6, "busy_us_min": min(busy) * 1e6,
-                "idle_us": statistics.median(idle) * 1e6, "one_matmul_ms": t_mm * 1e3,
-                "matmuls_queued": n_mm, "host_ms_to_queue": statistics.median(queue_s) * 1e3,
-                "gpu_busy_at_end": flags}
+            out: dict[str, Any] = {"one_matmul_ms": t_mm * 1e3, "matmuls_queued": n_mm}
+            for prefix, op in ops.items():
+                idle, busy, flags, queue_s = [], [], [], []
+                for _ in range(3):
+                    lib.sync()
+                    t0 = time.perf_counter()
+                    for _ in range(n_ops):
+                        op()
+                    idle.append((time.perf_counter() - t0) / n_ops)
+                    lib.sync()
+                for _ in range(3):
+                    lib.sync()
+                    t0 = time.perf_counter()
+                    for _ in range(n_mm):
+                        big_a @ big_b
+                    queue_s.append(time.perf_counter() - t0)
+                    marker = lib.event()
+                    if marker is not None:
+                        lib.record(marker)
+                    t0 = time.perf_counter()
+                    for _ in range(n_ops):
+                        op()
+                    busy.append((time.perf_counter() - t0) / n_ops)
+                    flags.append(None if marker is None else not lib.done(marker))
+                    lib.sync()
+                out.update({f"{prefix}busy_us": statistics.median(busy) * 1e6,
+                            f"{prefix}busy_us_min": min(busy) * 1e6,
+                            f"{prefix}idle_us": statistics.median(idle) * 1e6,
+                            f"{prefix}host_ms_to_queue": statistics.median(queue_s) * 1e3,
+                            f"{prefix}gpu_busy_at_end": flags})
+        out["s"] = out["busy_us"] * 1e-6
+        return out
 
     for_each_lib(ctx, item, one)
     item["note"] = ("gpu_busy_at_end: per repeat, whether the queued matmuls were still running "

@@ -127,13 +127,20 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         dt = t0._dtype
         shape = t0._shape
         dev = t0._storage.device
-        same = True
+        same = True        # every operand an exact Tensor of t0's dtype and device...
+        same_shape = True  # ...and of its shape
         for x in inputs:
-            if type(x) is not Tensor or x._dtype is not dt or x._shape != shape \
-                    or x._storage.device is not dev:
+            if type(x) is not Tensor or x._dtype is not dt or x._storage.device is not dev:
                 same = False
                 break
-        if not same:
+            if x._shape != shape:
+                same_shape = False
+        if same and not same_shape:  # broadcasting alone: no promotion or device moves
+            shapes = []
+            for x in inputs:
+                shapes.append(x._shape)
+            shape = broadcast_shapes(*shapes)
+        elif not same:
             for x in inputs:
                 if getattr(x, "_sparse", False):   # a sparse operand never meets a dense kernel
                     from gputensor.sparse._elementwise import route

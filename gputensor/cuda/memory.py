@@ -73,10 +73,13 @@ def reset_max_memory_allocated(device: Any = None) -> None:
 
 
 def empty_cache() -> None:
-    """Release the allocator's cached (unused) blocks back to the device."""
+    """Release the allocator's cached (unused) blocks back to the device, with the cached
+    kernel metadata (shapes and strides of recent launches, ``device.constant_array``)."""
     from gputensor import cuda
+    from gputensor.kernels.cuda import device
 
     if cuda.is_initialized():  # like PyTorch: a no-op before CUDA is initialised
+        device.clear_constants()
         _require().empty_cache()
 
 

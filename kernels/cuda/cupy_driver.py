@@ -45,6 +45,7 @@ from .emulator.build import Param, parse_kernels
 from .emulator.launch import _SCALARS, scalar_value
 from .memstats import MemoryStats
 from .runtime import (
+    NULL,
     AllocationTable,
     DeviceProperties,
     DevicePtr,
@@ -107,6 +108,7 @@ class CupyKernel:
     name: str
     params: tuple[Param, ...] | None  # None for template instantiations (name expressions)
     converters: tuple[Callable[[Any], Any], ...] | None = None  # one per param, built once
+    convert: Callable[[Sequence[Any]], tuple] | None = None  # all of them in one call
 
 
 # ---- argument conversion, prepared once per kernel ---------------------------------------------
@@ -125,12 +127,15 @@ _PY_INT = frozenset((int, bool))
 _PY_REAL = frozenset((float, int))
 _PY_BOOL = frozenset((bool,))
 _NULL = np.uint64(0)
+# CuPy's pool hands out multiples of 512 bytes (cupy/cuda/memory.pyx, ALLOCATION_UNIT_SIZE).
+_POOL_UNIT = 512
 
 
 # Pointer arguments repeat (the same buffers launch after launch): their np.uint64 forms are
 # memoised, which costs a dict lookup instead of a NumPy scalar construction per pointer.
 _POINTER_CACHE: dict[int, np.uint64] = {}
 _POINTER_CACHE_MAX = 4096
+_SCALAR_MEMO_MAX = 256
 
 
 def _as_u64(address: int) -> np.uint64:
@@ -174,12 +179,23 @@ def _scalar_converter(kernel: str, p: Param) -> Callable[[Any], Any]:
         big = float(np.finfo(dtype).max)
         fast, lo, hi = _PY_REAL, -big, big  # NaN and inf fail the test: checked path
 
+    # Launches repeat their scalars (sizes, alpha = 1, eps...): the NumPy scalar of a nonzero
+    # value is memoised by (type, value) (zeros are not: 0.0 == -0.0), bounded in size.
+    memo: dict[tuple[type, Any], Any] = {}
+
     def convert(a: Any) -> Any:
         t = type(a)
         if t is exact:
             return a
-        if t in fast and lo <= a <= hi:
-            return ctor(a)
+        if t in fast:
+            v = memo.get((t, a))
+            if v is not None:
+                return v
+            if lo <= a <= hi:
+                v = ctor(a)
+                if a and len(memo) < _SCALAR_MEMO_MAX:
+                    memo[t, a] = v
+                return v
         return checked(a)
 
     return convert
@@ -191,19 +207,42 @@ def converters(kernel: str, params: tuple[Param, ...]) -> tuple[Callable[[Any], 
                  for p in params)
 
 
+def _arity_error(kernel: str, params: tuple[Param, ...], got: int) -> TypeError:
+    return TypeError(f"kernel '{kernel}' takes {len(params)} arguments "
+                     f"({', '.join(p.ctype + ' ' + p.name for p in params)}), got {got}")
+
+
+def batch_converter(kernel: str, params: tuple[Param, ...],
+                    convs: tuple[Callable[[Any], Any], ...]) -> Callable[[Sequence[Any]], tuple]:
+    """One function converting a whole argument list with ``convs``, generated for this
+    parameter list so a launch makes one call: a DevicePtr seen before costs one dict lookup,
+    scalars call their converter. (Generated code sees only indices, never source text.)"""
+    n = len(params)
+    scope: dict[str, Any] = {"_DP": DevicePtr, "_get": _POINTER_CACHE.get, "_n": n,
+                             "_arity": lambda got: _arity_error(kernel, params, got)}
+    items = []
+    for i, (p, c) in enumerate(zip(params, convs, strict=True)):
+        scope[f"_c{i}"] = c
+        items.append(f"(type(a{i}) is _DP and _get(a{i})) or _c{i}(a{i})" if p.pointer
+                     else f"_c{i}(a{i})")
+    names = "".join(f"a{i}, " for i in range(n))
+    code = ("def convert(args):\n"
+            "    if len(args) != _n:\n"
+            "        raise _arity(len(args))\n"
+            + (f"    ({names}) = args\n" if n else "")
+            + f"    return ({''.join(item + ', ' for item in items)})\n")
+    exec(code, scope)  # noqa: S102 - generated from the parameter count only
+    return scope["convert"]
+
+
 def _kernel_args(kernel: CupyKernel, args: Sequence[Any]) -> tuple:
     """Arguments as CuPy must receive them (see ``converters``); a template instantiation
     (no parsed parameter list) passes pointers as uint64 and everything else unchanged."""
-    convs = kernel.converters
-    if convs is None:
+    convert = kernel.convert
+    if convert is None:
         return tuple(np.uint64(int(a)) if isinstance(a, DevicePtr) else
                      (_NULL if a is None else a) for a in args)
-    if len(args) != len(convs):
-        params = kernel.params or ()
-        raise TypeError(f"kernel '{kernel.name}' takes {len(params)} arguments "
-                        f"({', '.join(p.ctype + ' ' + p.name for p in params)}), "
-                        f"got {len(args)}")
-    return tuple([c(a) for c, a in zip(convs, args)])  # noqa: B905 - lengths checked above
+    return convert(args)
 
 
 def _host_ptr(arr: np.ndarray) -> ctypes.c_void_p:
@@ -303,6 +342,7 @@ class CupyRuntime:
         # allocation may start a GC pass): such a free waits in ``_deferred``.
         self._in_pool = False
         self._deferred: list[tuple[int, Sequence[Any]]] = []
+        self._oom = self.cp.cuda.memory.OutOfMemoryError
         self._capability: tuple[int, int] | None = None
         self._binary_arch: str | None = None
         driver = int(self.cp.cuda.runtime.driverGetVersion())  # e.g. 13000 for CUDA 13.0
@@ -320,44 +360,51 @@ class CupyRuntime:
         """A block of the project's pool as a cupy MemoryPointer: what ``alloc`` hands to
         tensors and what CuPy itself allocates from inside ``allocator_scope`` (cuBLAS calls'
         temporaries), so there is one pool, one set of statistics and one OOM path."""
-        oom = self.cp.cuda.memory.OutOfMemoryError
-        self._watch.release_finished()
+        if self._watch.items:
+            self._watch.release_finished()
         try:
             return self.pool.malloc(nbytes)
-        except oom:
-            self.stats.event("num_alloc_retries")
-            self._watch.release_all()
-            self.pool.free_all_blocks()  # release cached blocks, then retry once
-            try:
-                return self.pool.malloc(nbytes)
-            except oom:
-                self.stats.event("num_ooms")
-                raise OutOfMemoryError(
-                    f"CUDA out of memory: tried to allocate {nbytes} bytes; "
-                    f"{self.pool.used_bytes()} bytes in use, {self.pool.total_bytes()} "
-                    f"reserved") from None
+        except self._oom:
+            return self._malloc_retry(nbytes)
+
+    def _malloc_retry(self, nbytes: int) -> Any:
+        """After an OOM: wait for watched blocks, release the cached ones, retry once."""
+        self.stats.event("num_alloc_retries")
+        self._watch.release_all()
+        self.pool.free_all_blocks()
+        try:
+            return self.pool.malloc(nbytes)
+        except self._oom:
+            self.stats.event("num_ooms")
+            raise OutOfMemoryError(
+                f"CUDA out of memory: tried to allocate {nbytes} bytes; "
+                f"{self.pool.used_bytes()} bytes in use, {self.pool.total_bytes()} "
+                f"reserved") from None
 
     def allocator_scope(self) -> Any:
         """Context in which CuPy's own allocations come from the project's pool."""
         return self.cp.cuda.using_allocator(self.malloc)
 
+    # alloc and free run once per tensor: straight-line code, helpers only off the hot path.
     def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
         if nbytes == 0:
-            return DevicePtr(0)
-        mem = self.malloc(nbytes)
+            return NULL
         self._in_pool = True
         try:
-            self._table.add(mem.ptr, nbytes, mem)
-            self.stats.block(nbytes, _rounded(nbytes), +1)
+            mem = self.malloc(nbytes)
+            address = mem.ptr
+            self._table.add(address, nbytes, mem)
+            self.stats.block(nbytes, -(-nbytes // _POOL_UNIT) * _POOL_UNIT, +1)
         finally:
             self._in_pool = False
-            self._drain_deferred()
-        return DevicePtr(mem.ptr)
+            if self._deferred:
+                self._drain_deferred()
+        return DevicePtr(address)
 
     def free(self, ptr: int, streams: Sequence[Any] = ()) -> None:
         """Return a block to the pool; with ``streams`` (``record_stream``), only once the
         work those streams queued so far has completed."""
-        if not int(ptr):
+        if not ptr:
             return
         if self._in_pool:  # called by a finalizer inside alloc/free: free it afterwards
             self._deferred.append((int(ptr), streams))
@@ -367,11 +414,12 @@ class CupyRuntime:
             self._free_now(ptr, streams)
         finally:
             self._in_pool = False
-            self._drain_deferred()
+            if self._deferred:
+                self._drain_deferred()
 
     def _free_now(self, ptr: int, streams: Sequence[Any]) -> None:
         nbytes, mem = self._table.pop(ptr)
-        self.stats.block(nbytes, _rounded(nbytes), -1)
+        self.stats.block(nbytes, -(-nbytes // _POOL_UNIT) * _POOL_UNIT, -1)
         for s in streams:  # dropping ``mem`` is what returns the block to the pool
             ev = self.cp.cuda.Event(block=False, disable_timing=True)
             ev.record(s)
@@ -475,8 +523,11 @@ class CupyRuntime:
     def get_kernel(self, module: CupyModule, name: str) -> CupyKernel:
         params = module.params.get(name)
         symbol = module.lowered_names.get(name, name)
-        return CupyKernel(module.raw.get_function(symbol), name, params,
-                          None if params is None else converters(name, params))
+        if params is None:
+            return CupyKernel(module.raw.get_function(symbol), name, None)
+        convs = converters(name, params)
+        return CupyKernel(module.raw.get_function(symbol), name, params, convs,
+                          batch_converter(name, params, convs))
 
     def launch(self, kernel: CupyKernel, grid: int | Sequence[int], block: int | Sequence[int],
                shared_bytes: int, args: Sequence[Any], stream: Any = None) -> None:
@@ -493,6 +544,10 @@ class CupyRuntime:
     def default_stream(self) -> Any:
         """The device's default stream: CuPy's null stream (the legacy stream, handle 0)."""
         return self.cp.cuda.Stream.null
+
+    def current_stream(self) -> Any:
+        """CuPy's current stream: where a launch or copy with ``stream=None`` goes."""
+        return self.cp.cuda.get_current_stream()
 
     def create_event(self) -> Any:
         return self.cp.cuda.Event()
@@ -609,10 +664,6 @@ class _Segment:
     def __del__(self) -> None:
         self.stats.segment(self.size, -1)
 
-
-def _rounded(nbytes: int) -> int:
-    """The block size CuPy's pool hands out for ``nbytes`` (multiples of 512 bytes)."""
-    return -(-int(nbytes) // 512) * 512
 
 
 # cuBLAS enums (cublas_api.h / library_types.h, as CuPy's cublas.pxd and _runtime_enum.pxd

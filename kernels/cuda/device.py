@@ -102,6 +102,7 @@ def activate(rt: Any) -> None:
 
     with _lock:
         register_driver(RuntimeStorageDriver(rt))
+        clear_constants()
         _runtime = rt
         copy_table.rebuild(list(STORAGE_TYPES.values()))
 
@@ -257,6 +258,36 @@ class DeviceArray:
             drv.runtime.upload(self.buf.ptr, values)
         self.ptr = self.buf.ptr
         self.size = values.size
+
+
+# Read-only metadata: (id(runtime), id(stream), dtype, values) -> (array, runtime, stream). The
+# entry holds the runtime and stream, so neither id can be reused while it exists (and no
+# hash or equality of a CuPy stream object is relied on).
+_CONSTANTS: dict[tuple, tuple[DeviceArray, Any, Any]] = {}
+CONSTANTS_MAX = 4096
+
+
+def constant_array(values: Sequence[int], dtype: Any = np.int64) -> DeviceArray:
+    """A device copy of ``values`` (ints: shapes, strides, offsets) that kernels only read,
+    shared by every launch on the current stream that passes the same values. A training step
+    repeats its layouts, so a repeated one costs a dict lookup instead of an allocation, an
+    upload and a free. Per stream because the upload is ordered on the stream that first
+    needed it. Never hand one to a kernel that writes its argument (use :class:`DeviceArray`)."""
+    rt = runtime()
+    stream = rt.current_stream()
+    values = tuple(values)
+    key = (id(rt), id(stream), dtype, values)
+    entry = _CONSTANTS.get(key)
+    if entry is None:
+        if len(_CONSTANTS) >= CONSTANTS_MAX:
+            clear_constants()  # the blocks return to the pool behind the work that read them
+        entry = _CONSTANTS[key] = (DeviceArray(values, dtype), rt, stream)
+    return entry[0]
+
+
+def clear_constants() -> None:
+    """Drop every cached metadata array (``empty_cache`` and a runtime switch call this)."""
+    _CONSTANTS.clear()
 
 
 # Called (no arguments) at the start of every read_back, None when unset: a synchronising

@@ -276,6 +276,11 @@ class EmulatorRuntime:
     def default_stream(self) -> EmulatorStream:
         return self._default_stream
 
+    def current_stream(self) -> EmulatorStream:
+        """Launches and copies run to completion when issued, so every stream is one queue:
+        the default stream stands for all of them."""
+        return self._default_stream
+
     def create_event(self) -> EmulatorEvent:
         return EmulatorEvent()
 

@@ -9,11 +9,18 @@ from the device is a *segment* (``segment``, ``reserved_bytes``, ``num_device_al
 ``large_pool``. The pools here never split a block across tensors, so the ``inactive_split``
 counters hold the cached, unused bytes (reserved minus allocated) and ``max_split_size`` is -1
 (no limit), as PyTorch reports by default.
+
+Blocks are handed out and back once per tensor, so that path only appends the event to a log
+(two C-level appends); the log is folded into the counters with NumPy (running sums give the
+exact peaks, in order) when it fills up or when anything reads the statistics.
 """
 
 from __future__ import annotations
 
 import threading
+from array import array
+
+import numpy as np
 
 POOLS = ("all", "small_pool", "large_pool")
 FIGURES = ("current", "peak", "allocated", "freed")
@@ -30,16 +37,19 @@ _EVENTS = ("num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_
 class MemoryStats:
     """Counters of one device's pool (thread-safe; see the module docstring)."""
 
+    LOG_EVENTS = 4096  # block events buffered before a fold
+
     def __init__(self) -> None:
         # Re-entrant: a GC pass inside an update may run a finalizer that frees a block (the
         # runtimes defer such frees, but a deadlock must be impossible either way).
         self._lock = threading.RLock()
         # pool -> [current, peak, allocated, freed] of allocation, allocated_bytes and
-        # requested_bytes, one flat list (the hot path); (stat, pool) -> views of them
+        # requested_bytes, one flat list; (stat, pool) -> views of them
         self._blocks = {p: [0] * 12 for p in POOLS}
         self._c: dict[tuple[str, str], list[int]] = {
             (s, p): [0, 0, 0, 0] for s in _SEGMENT_STATS for p in POOLS}
         self._events = dict.fromkeys(_EVENTS, 0)
+        self._log = array("q")  # (requested, size) per event, both negated for a free
 
     def _bump(self, stat: str, size: int, delta: int) -> None:
         for pool in ("all", "small_pool" if size <= SMALL_BLOCK else "large_pool"):
@@ -54,32 +64,37 @@ class MemoryStats:
 
     def block(self, requested: int, size: int, sign: int) -> None:
         """A block of ``size`` bytes (``requested`` asked for) handed out (+1) or back (-1).
-        Runs on every allocation and free, so it is straight-line code over two flat lists
-        (``active``/``active_bytes`` equal ``allocation``/``allocated_bytes`` here and are
-        filled in by :meth:`as_dict`)."""
+        One ``extend`` call appends the pair, so events from threads never interleave."""
+        log = self._log
+        log.extend((requested, size) if sign > 0 else (-requested, -size))
+        if len(log) >= 2 * self.LOG_EVENTS:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Apply the logged block events to the counters, in order. The log is one array that
+        is never replaced: events appended while a fold runs stay behind for the next one."""
         with self._lock:
-            for c in (self._blocks["all"],
-                      self._blocks["small_pool" if size <= SMALL_BLOCK else "large_pool"]):
-                if sign > 0:
-                    c[0] += 1
-                    c[2] += 1
-                    c[4] += size
-                    c[6] += size
-                    c[8] += requested
-                    c[10] += requested
-                    if c[0] > c[1]:
-                        c[1] = c[0]
-                    if c[4] > c[5]:
-                        c[5] = c[4]
-                    if c[8] > c[9]:
-                        c[9] = c[8]
-                else:
-                    c[0] -= 1
-                    c[3] += 1
-                    c[4] -= size
-                    c[7] += size
-                    c[8] -= requested
-                    c[11] += requested
+            log = self._log
+            n = len(log) & ~1
+            if not n:
+                return
+            chunk = log[:n]  # a copy: the log must stay resizable (no exported buffer)
+            del log[:n]
+            ev = np.frombuffer(chunk, np.int64).reshape(-1, 2)
+            req, size = ev[:, 0], ev[:, 1]
+            sign = np.sign(size)
+            small = np.abs(size) <= SMALL_BLOCK
+            for pool, mask in (("all", None), ("small_pool", small), ("large_pool", ~small)):
+                c = self._blocks[pool]
+                for i, values in enumerate((sign, size, req)):
+                    v = values if mask is None else values[mask]
+                    if not v.size:
+                        continue
+                    run = np.cumsum(v) + c[4 * i]
+                    c[4 * i + 1] = max(c[4 * i + 1], int(run.max()))
+                    c[4 * i] = int(run[-1])
+                    c[4 * i + 2] += int(v[v > 0].sum())
+                    c[4 * i + 3] -= int(v[v < 0].sum())
 
     def segment(self, size: int, sign: int) -> None:
         """The pool took ``size`` bytes from the device (+1) or gave them back (-1)."""
@@ -95,6 +110,7 @@ class MemoryStats:
 
     def _counters(self) -> dict[tuple[str, str], list[int]]:
         """Every (stat, pool) -> [current, peak, allocated, freed] (copies for the blocks)."""
+        self._fold()
         out = {(stat, p): self._blocks[p][4 * i:4 * i + 4]
                for i, stat in enumerate(_BLOCK_STATS) for p in POOLS}
         out.update(self._c)
@@ -108,6 +124,7 @@ class MemoryStats:
 
     def reset_peaks(self) -> None:
         with self._lock:
+            self._fold()
             for c in (*self._c.values(), *self._blocks.values()):
                 for i in range(0, len(c), 4):
                     c[i + 1] = c[i]
@@ -116,6 +133,7 @@ class MemoryStats:
         """PyTorch's ``reset_accumulated_memory_stats``: the allocated/freed totals and the
         event counts restart from zero."""
         with self._lock:
+            self._fold()
             for c in (*self._c.values(), *self._blocks.values()):
                 for i in range(0, len(c), 4):
                     c[i + 2] = c[i + 3] = 0

@@ -19,7 +19,8 @@ kernels    compile(source, name, options=(), name_expressions=()) -> module,
            launch(kernel, grid, block, shared_bytes, args, stream=None)
            (pointer args are DevicePtr / None, scalars are NumPy scalars of the parameter type)
 streams    create_stream() -> stream (.synchronize()), default_stream() -> the device's
-           default stream, create_event() -> event (.record(stream=None), .synchronize()),
+           default stream, current_stream() -> the stream a launch with stream=None uses,
+           create_event() -> event (.record(stream=None), .synchronize()),
            elapsed_time(start, end) -> ms, synchronize()
 stats      memory_allocated(), memory_reserved(), max_memory_allocated(),
            max_memory_reserved(), reset_peak_memory_stats(), memory_stats() (PyTorch's keys,
@@ -45,7 +46,8 @@ RUNTIME_METHODS = (
     "alloc", "free", "alloc_host",
     "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "upload",
     "compile", "get_kernel", "launch",
-    "create_stream", "default_stream", "create_event", "elapsed_time", "synchronize",
+    "create_stream", "default_stream", "current_stream", "create_event", "elapsed_time",
+    "synchronize",
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
     "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
     "set_memory_fraction",

@@ -40,12 +40,13 @@ class DeviceBuffer:
         self.streams: list[Any] = []  # runtime streams that use the block besides its own
         self.ptr: DevicePtr = runtime.alloc(self.size)  # may raise OutOfMemoryError
 
-    def __del__(self) -> None:
+    def __del__(self, _finalizing: Callable[[], bool] = sys.is_finalizing) -> None:
         # __del__ rather than weakref.finalize: it runs on every tensor's death, and costs a
-        # fraction of a finalizer's registration. At interpreter exit the pool goes away whole;
-        # a buffer whose alloc raised has no block to free.
+        # fraction of a finalizer's registration. At interpreter exit the pool goes away whole
+        # (module globals may already be None then: hence the bound default); a buffer whose
+        # alloc raised has no block to free.
         ptr = getattr(self, "ptr", None)
-        if ptr is not None and not sys.is_finalizing():
+        if ptr is not None and not _finalizing():
             self.runtime.free(ptr, self.streams)
 
     def record_stream(self, stream: Any) -> None:

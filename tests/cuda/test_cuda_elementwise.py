@@ -293,3 +293,20 @@ def test_errors() -> None:
     assert "float b_in_re, float b_in_im, float p_alpha_re, float p_alpha_im" in src
     with pytest.raises(ValueError, match="no elementwise expression"):
         E.spec_for(OPS["matmul"], out, [out, out], D.float32)
+
+
+def test_repeated_layouts_allocate_only_their_outputs() -> None:
+    """Broadcast, strided and offset operands pass their layout in cached device metadata:
+    after a layout's first launch, an op allocates its output and nothing else (and operands
+    that start inside their storage are addressed by their first element)."""
+    a = gt.tensor(np.arange(64 * 32, dtype=np.float32).reshape(64, 32), device="cuda")
+    b = gt.tensor(np.arange(32, dtype=np.float32), device="cuda")
+    an, bn = a.cpu().numpy(), b.cpu().numpy()
+    cases = [(lambda: a + b, an + bn), (lambda: a.t() * 2.0, an.T * 2.0),
+             (lambda: a[3:, 1::2] - b[1::2], an[3:, 1::2] - bn[1::2])]
+    for f, want in cases:
+        np.testing.assert_array_equal(f().cpu().numpy(), want)
+        before = gt.cuda.memory_stats()["allocation.all.allocated"]
+        results = [f() for _ in range(3)]
+        assert gt.cuda.memory_stats()["allocation.all.allocated"] - before == 3
+        np.testing.assert_array_equal(results[-1].cpu().numpy(), want)

@@ -228,13 +228,13 @@ def test_plan_merges_dims_and_picks_the_mode() -> None:
     R = _reduction()
     x = gt.zeros(4, 6, 5, device="cuda")
     p = R.plan(x, (1, 2))
-    assert p.meta == [1, 4, 30, 1, 30, 1] and p.row and (p.N, p.K) == (4, 30)
+    assert p.meta == (1, 4, 30, 1, 30, 1) and p.row and (p.N, p.K) == (4, 30)
     p = R.plan(x, (0,))
-    assert p.meta == [1, 30, 1, 1, 4, 30] and not p.row
+    assert p.meta == (1, 30, 1, 1, 4, 30) and not p.row
     p = R.plan(x.permute(2, 0, 1), (0,))  # reduced dim innermost in memory: rows
     assert p.row and p.meta[-1] == 1
     p = R.plan(x, (0, 2))  # reduced dims not adjacent: two reduced dims, no copy
-    assert p.meta[:3] == [1, 6, 5] and p.meta[3] == 2
+    assert p.meta[:3] == (1, 6, 5) and p.meta[3] == 2
     p = R.plan(gt.zeros(3, 100000, device="cuda"), (1,))
     assert p.splits > 1 and p.chunk * p.splits >= 100000
 

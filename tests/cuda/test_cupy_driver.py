@@ -246,6 +246,47 @@ def test_device_arrays_upload_without_a_host_sync(cp, monkeypatch) -> None:
     nvrtc.prefer_major(None)
 
 
+def test_constant_metadata_is_uploaded_once_per_stream(cp, monkeypatch) -> None:
+    """Read-only kernel metadata is cached by (runtime, stream, values): a repeated layout is
+    not uploaded again on the stream that has it, and another stream gets its own copy
+    (ordered on that stream), never one whose upload is queued elsewhere."""
+    from gputensor.kernels.cuda import device
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+    from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
+    from gputensor.storage import allocator
+
+    rt = CupyRuntime()
+    monkeypatch.setitem(allocator.DRIVERS, "cuda", RuntimeStorageDriver(rt))
+    monkeypatch.setattr(device, "_runtime", rt)
+    monkeypatch.setattr(device, "_CONSTANTS", {})
+    s1, s2 = rt.create_stream(), rt.create_stream()
+
+    def uploads() -> list:
+        return [e[2] for e in cp.log if e[0] == "copy_from_host_async"]
+
+    with s1:
+        a = device.constant_array([2, 3, 4])
+        assert device.constant_array((2, 3, 4)) is a and uploads() == [s1]
+        b = device.constant_array([2, 3, 5])
+    with s2:
+        c = device.constant_array([2, 3, 4])
+    assert b is not a and c is not a and uploads() == [s1, s1, s2]
+    assert device.constant_array([2, 3, 4]) is not a  # the null stream: its own copy too
+    out = np.empty(3, np.int64)
+    rt.memcpy_dtoh(out, c.ptr)
+    assert out.tolist() == [2, 3, 4]
+    before = rt.memory_allocated()
+    device.clear_constants()
+    assert rt.memory_allocated() < before
+    monkeypatch.setattr(device, "CONSTANTS_MAX", 2)
+    with s1:
+        first = device.constant_array([1])
+        device.constant_array([2])
+        device.constant_array([3])  # full: the cache starts over
+        assert device.constant_array([1]) is not first
+    nvrtc.prefer_major(None)
+
+
 # ---- kernels: the project's NVRTC step, launches ---------------------------------------------
 _SRC = ('#include "common.cuh"\n'
         'extern "C" __global__ void k(float* x, const int* y, float s, int n) '

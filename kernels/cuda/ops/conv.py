@@ -41,6 +41,7 @@ from ..device import (
     SHORT,
     CudaSource,
     DeviceArray,
+    constant_array,
     grid_for,
     launch,
 )
@@ -141,7 +142,7 @@ class _Conv:
 
     def geometry(self, x_strides: Any = (0, 0, 0, 0), y_strides: Any = (0, 0, 0, 0)
                  ) -> DeviceArray:
-        return DeviceArray([*self.head, *x_strides, *y_strides])
+        return constant_array([*self.head, *x_strides, *y_strides])
 
     def columns(self, x: Tensor, cdt: D.dtype) -> Tensor:
         """The (groups, C/groups*kh*kw, N*Ho*Wo) column matrix of ``x`` in ``cdt``."""
@@ -164,7 +165,7 @@ class _Conv:
         if dst.numel():
             launch(SOURCE, f"nchw_to_cnl_{SHORT[g._dtype]}", grid_for(dst.numel()), BLOCK,
                    [dst, g, *map(np.int64, (self.n, self.c_out, self.ho, self.wo)),
-                    DeviceArray(g._stride)])
+                    constant_array(g._stride)])
         return dst
 
 
@@ -244,7 +245,7 @@ def _pool_geometry(big: Tensor, small: Tensor, kernel: Any = (1, 1), stride: Any
     the (N, C, H, W) input side, ``small`` the (N, C, Ho, Wo) pooled side."""
     n, c, h, w = big._shape
     ho, wo = small._shape[2:]
-    return DeviceArray([n, c, h, w, ho, wo, *kernel, *stride, *padding, *dilation,
+    return constant_array([n, c, h, w, ho, wo, *kernel, *stride, *padding, *dilation,
                         *x_strides, *o_strides, *i_strides])
 
 

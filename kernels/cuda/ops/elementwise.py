@@ -2,23 +2,26 @@
 (kernels/cuda/elementwise.py), compiled once per kernel spec and launched on device tensors.
 
 Operands that are contiguous with the output's shape are indexed flat; anything else (strided,
-broadcast, offset views, non-contiguous outputs) passes its shape and per-operand element
-offsets and strides in a small device array, merged to as few dims as possible. A size-1 tensor
-operand is broadcast by zero strides on the device, never read back to the host.
+broadcast, offset views, non-contiguous outputs) passes the address of each operand's first
+element and the shape and per-operand strides in a small read-only device array, merged to as
+few dims as possible and cached per layout (``device.constant_array``), so a layout a training
+step repeats is uploaded once. A size-1 tensor operand is broadcast by zero strides on the
+device, never read back to the host.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
 from gputensor import _dtype as D
-from gputensor._tensor import Tensor
+from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
 from .. import elementwise as E
-from ..device import NVRTC_OPTIONS, DeviceArray, launch_kernel, ptr, runtime
+from ..device import CONSTANTS_MAX, NVRTC_OPTIONS, constant_array, launch_kernel, ptr, runtime
 
 _kernels: dict[tuple[int, E.KernelSpec], Any] = {}  # (id(runtime), spec) -> compiled kernel
 _lock = threading.Lock()
@@ -46,12 +49,34 @@ def _spec(op: OpDef, out: Tensor, inputs: list, compute: D.dtype) -> E.KernelSpe
                         compute, ins)
 
 
-def _layout(t: Tensor, shape: tuple[int, ...]) -> list[int]:
-    """Element offset of t[0, ...] then its strides broadcast to ``shape``."""
-    lead = len(shape) - len(t._shape)
-    strides = [0] * lead + [0 if n == 1 and shape[lead + k] != 1 else s
-                            for k, (n, s) in enumerate(zip(t._shape, t._stride, strict=True))]
-    return [t._offset, *strides]
+# (output shape, (shape, strides) of each operand) -> the kernel's layout values: the merged
+# shape, then each operand's offset (0: pointers address the first element) and strides, 0
+# where it broadcasts. Bounded like the metadata cache it feeds.
+_LAYOUTS: dict[tuple, tuple[int, ...]] = {}
+
+
+def _layout_values(key: tuple, name: str) -> tuple[int, ...]:
+    values = _LAYOUTS.get(key)
+    if values is not None:
+        return values
+    shape = key[0]
+    strides = []
+    for tshape, tstride in key[1:]:
+        lead = len(shape) - len(tshape)
+        strides.append([0] * lead + [0 if n == 1 and shape[lead + k] != 1 else st
+                                     for k, (n, st) in enumerate(zip(tshape, tstride,
+                                                                     strict=True))])
+    mshape, mstrides = merge_dims(shape, strides, drop_ones=True)
+    if len(mshape) > E.MAX_DIMS:
+        raise ValueError(f"{name}: {len(mshape)} dims after merging; CUDA elementwise kernels "
+                         f"take at most {E.MAX_DIMS}")
+    out = [len(mshape), *mshape]
+    for ms in mstrides:
+        out += [0, *ms]
+    if len(_LAYOUTS) >= CONSTANTS_MAX:
+        _LAYOUTS.clear()
+    values = _LAYOUTS[key] = tuple(out)
+    return values
 
 
 def make_kernel(op: OpDef):
@@ -59,52 +84,52 @@ def make_kernel(op: OpDef):
     # vector step, so a launch does no spec building or dtype checks after the first.
     prepared: dict[tuple, tuple[Any, int]] = {}
 
-    def prepare(out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int]:
-        key = (id(runtime()), out._dtype, compute,
-               *(x._dtype if isinstance(x, Tensor) else None for x in inputs))
-        entry = prepared.get(key)
-        if entry is None:
-            spec = _spec(op, out, inputs, compute)
-            entry = prepared[key] = (_kernel(spec), E.vector_width(spec))
+    def prepare(key: tuple, out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int]:
+        spec = _spec(op, out, inputs, compute)
+        entry = prepared[key] = (_kernel(spec), E.vector_width(spec))
         return entry
 
+    # Runs once per elementwise op on CUDA, so it is written for CPython 3.11's costs: plain
+    # loops rather than comprehensions (each of which is a function call there).
     def run(out: Tensor, inputs: list, params: tuple, compute: D.dtype) -> None:
         shape = out._shape
-        n = out.numel()
+        n = math.prod(shape)
         if n == 0:
             return
-        kern, width = prepare(out, inputs, compute)
-        arrays = [out] + [x for x in inputs if isinstance(x, Tensor)]
-        contiguous = True
-        for a in arrays:
-            if a._shape != shape or not a.is_contiguous():
-                contiguous = False
-                break
-        meta = None
-        if contiguous:
-            pointers = [ptr(a) for a in arrays]
-        else:
-            layouts = [_layout(a, shape) for a in arrays]
-            mshape, mstrides = merge_dims(shape, [lay[1:] for lay in layouts], drop_ones=True)
-            if len(mshape) > E.MAX_DIMS:
-                raise ValueError(f"{op.name}: {len(mshape)} dims after merging; CUDA "
-                                 f"elementwise kernels take at most {E.MAX_DIMS}")
-            values = [len(mshape), *mshape]
-            for lay, ms in zip(layouts, mstrides, strict=True):
-                values += [lay[0], *ms]
-            meta = DeviceArray(values)
-            # Offsets live in meta: pass each storage's base address.
-            pointers = [a._storage._buf.ptr for a in arrays]
-        it = iter(pointers[1:])
-        args: list[Any] = [pointers[0]]
+        rt = runtime()
+        key = [rt, out._dtype, compute]
+        arrays = [out]
         for x in inputs:
-            args += [next(it)] if isinstance(x, Tensor) else E.scalar_args(x, compute)
+            if isinstance(x, Tensor):
+                arrays.append(x)
+                key.append(x._dtype)
+            else:
+                key.append(None)
+        key = tuple(key)
+        entry = prepared.get(key)
+        kern, width = entry if entry is not None else prepare(key, out, inputs, compute)
+        cs = contiguous_strides(shape)
+        meta = None
+        for a in arrays:  # strides compared first: is_contiguous only for the odd cases
+            if a._shape != shape or (a._stride != cs and not a.is_contiguous()):
+                layout = [shape]
+                for b in arrays:
+                    layout.append((b._shape, b._stride))
+                meta = constant_array(_layout_values(tuple(layout), op.name)).ptr
+                break
+        args: list[Any] = [ptr(out)]
+        for x in inputs:
+            if isinstance(x, Tensor):
+                args.append(ptr(x))
+            else:
+                args += E.scalar_args(x, compute)
         for p in params:
             args += E.scalar_args(p, compute)
-        args += [n, meta.ptr if meta is not None else None]
+        args.append(n)
+        args.append(meta)
         work = -(-n // width)
         grid = max(1, min(E.DEVICE_MAX_GRID, -(-work // E.BLOCK)))  # E.launch_grid, inlined
-        launch_kernel(runtime(), kern, grid, E.BLOCK, 0, args)
+        launch_kernel(rt, kern, grid, E.BLOCK, 0, args)
 
     return run
 

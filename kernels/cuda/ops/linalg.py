@@ -39,7 +39,7 @@ from gputensor.backends.cuda import matmul as _matmul_flags
 from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for
 
-from ..device import CTYPES, SHORT, CudaSource, DeviceArray, grid_for, launch, runtime
+from ..device import CTYPES, SHORT, CudaSource, constant_array, grid_for, launch, runtime
 from ..runtime import DevicePtr
 
 SOURCE = CudaSource("gemm.cu")
@@ -184,7 +184,7 @@ def _tiled_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, 
     c_st = _bstrides(c, shape) if c is not None else (0,) * len(shape)
     o_st = out._stride
     nb = len(bshape)
-    meta = DeviceArray([nb, *bshape, *a_st[:nb], *b_st[:nb], *c_st[:nb], *o_st[:nb]])
+    meta = constant_array([nb, *bshape, *a_st[:nb], *b_st[:nb], *c_st[:nb], *o_st[:nb]])
     dt = out._dtype
     # Scalars as NumPy scalars of each parameter's C type (what the runtimes pass by value).
     if dt is D.bool:

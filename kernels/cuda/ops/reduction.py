@@ -31,10 +31,11 @@ from gputensor.kernels.registry import CUDA
 
 from ..device import (
     ALL_DTYPES,
+    CONSTANTS_MAX,
     FLOAT_DTYPES,
     MAX_GRID,
     CudaSource,
-    DeviceArray,
+    constant_array,
     grid_for,
     launch,
 )
@@ -168,7 +169,7 @@ def _merge(pairs: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
 class ReducePlan:
     """How one reduction launches: N outputs of K reduced elements."""
 
-    meta: list[int]
+    meta: tuple[int, ...]
     N: int
     K: int
     row: bool
@@ -179,10 +180,24 @@ class ReducePlan:
     chunk: int
 
 
+# (shape, strides, dims) -> plan: a training step reduces the same layouts every step.
+_PLANS: dict[tuple, ReducePlan] = {}
+
+
 def plan(x: Tensor, dims: Sequence[int]) -> ReducePlan:
-    """The kernel's view of reducing ``x`` over ``dims`` and its launch shape."""
+    """The kernel's view of reducing ``x`` over ``dims`` and its launch shape (memoised)."""
+    key = (x._shape, x._stride, tuple(dims))
+    pl = _PLANS.get(key)
+    if pl is None:
+        if len(_PLANS) >= CONSTANTS_MAX:
+            _PLANS.clear()
+        pl = _PLANS[key] = _make_plan(x._shape, x._stride, dims)
+    return pl
+
+
+def _make_plan(shape: tuple[int, ...], stride: tuple[int, ...], dims: Sequence[int]
+               ) -> ReducePlan:
     reduced = set(dims)
-    shape, stride = x._shape, x._stride
     kept = _merge([(shape[i], stride[i]) for i in range(len(shape))
                    if i not in reduced and shape[i] != 1])
     red = _merge([(shape[i], stride[i]) for i in sorted(reduced) if shape[i] != 1])
@@ -202,8 +217,8 @@ def plan(x: Tensor, dims: Sequence[int]) -> ReducePlan:
         splits = min(-(-K // (T * MIN_PER_THREAD)), max(1, SPLIT_TARGET // grid))
         chunk = -(-K // splits)
         splits = -(-K // chunk)
-    meta = [len(kept), *(n for n, _ in kept), *(s for _, s in kept),
-            len(red), *(n for n, _ in red), *(s for _, s in red)]
+    meta = (len(kept), *(n for n, _ in kept), *(s for _, s in kept),
+            len(red), *(n for n, _ in red), *(s for _, s in red))
     return ReducePlan(meta, N, K, row, P, T, grid, splits, chunk)
 
 
@@ -244,7 +259,7 @@ def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: 
                    out2: Tensor | None, p: float, flag: int) -> None:
     from gputensor._ops._core import empty
 
-    meta = DeviceArray(pl.meta)
+    meta = constant_array(pl.meta)
     ws = None
     if pl.splits > 1:
         ws = empty((pl.splits * pl.N * ACC_BYTES,), D.uint8, x.device)
@@ -387,7 +402,7 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) 
     target = _staged(result, _int_out(inp._dtype))
     threads = ln.L * 32 if ln.I == 1 else ln.L  # a warp per contiguous line, else a thread
     launch(SCANS, f"scan_{'mul' if op == '*' else 'add'}_{s}", grid_for(threads, BLOCK), BLOCK,
-           [inp, target, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+           [inp, target, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
             np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(bool(reverse))])
     if target is not result:
         result.copy_(target)
@@ -411,7 +426,7 @@ def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
         return
     grid, P, T = _line_launch(ln)
     launch(SOFTMAX, f"softmax_{s}", grid, BLOCK,
-           [inp, result, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+           [inp, result, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
             np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(P), np.int64(T),
             np.int64(bool(log))], SHARED_BYTES)
 
@@ -428,7 +443,7 @@ def softmax_backward(result: Tensor, grad: Tensor, output: Tensor, dim: int, log
         return
     grid, P, T = _line_launch(ln)
     launch(SOFTMAX, f"softmax_bw_{s}", grid, BLOCK,
-           [grad, output, result, DeviceArray(ln.meta), np.int64(ln.L), np.int64(ln.K),
+           [grad, output, result, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
             np.int64(ln.kstrides[0]), np.int64(ln.kstrides[1]), np.int64(ln.I), np.int64(P),
             np.int64(T), np.int64(bool(log))], SHARED_BYTES)
 

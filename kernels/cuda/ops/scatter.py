@@ -44,6 +44,7 @@ from ..device import (
     BLOCK,
     CudaSource,
     DeviceArray,
+    constant_array,
     grid_for,
     launch,
 )
@@ -211,7 +212,7 @@ class _Walk:
         self.n = math.prod(shape)
         flags = (1 if wrap else 0) | (2 if slot_is_index else 0)
         sst = src_strides if src_strides is not None else [0] * nd
-        self.meta = DeviceArray([nd, dim, self.size, flags, *shape, *tstrides, *index_strides,
+        self.meta = constant_array([nd, dim, self.size, flags, *shape, *tstrides, *index_strides,
                                  *sst, *_contiguous_strides(tshape)])
         self.slots = self.size if slot_is_index else math.prod(tshape)
         self.sfx = short_name(target.dtype, op)
@@ -293,7 +294,7 @@ def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
     w.check()
     if counts is not None:
         shape, strides = _dims(self)
-        meta = DeviceArray([len(shape), *shape, *strides])
+        meta = constant_array([len(shape), *shape, *strides])
         launch(SOURCE, f"scatter_mean_{w.sfx}", grid_for(w.slots), BLOCK,
                [self, counts, _i32(bool(include_self)), meta, _i64(w.slots)])
 
@@ -347,7 +348,7 @@ def _mask_meta(self: Tensor, mask: Tensor) -> DeviceArray | None:
     lead = len(shape) - len(mask._shape)
     mst = [0] * lead + [0 if n == 1 and shape[lead + k] != 1 else s
                         for k, (n, s) in enumerate(zip(mask._shape, mask._stride, strict=True))]
-    return DeviceArray([len(shape), *shape, *self._stride, *mst])
+    return constant_array([len(shape), *shape, *self._stride, *mst])
 
 
 @CUDA.register("masked_fill")
@@ -377,7 +378,7 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
            [mask, meta, _i64(n), _i64(chunk), offsets])
     launch(SOURCE, "scatter_scan_counts", 1, BLOCK, [offsets, _i64(blocks)])
     sshape, sstrides = _dims(source)
-    smeta = DeviceArray([len(sshape), *sshape, *sstrides])
+    smeta = constant_array([len(sshape), *sshape, *sstrides])
     di = _device_index(self)
     launch(SOURCE, f"masked_scatter_{sfx}", blocks, BLOCK,
            [self, mask, source, meta, smeta, _i64(n), _i64(chunk), offsets,
@@ -451,7 +452,7 @@ def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> 
                                         zip(t._shape, t._stride, strict=True)] for t in index]
     for d, t, ss, ist in zip(dims, index, slot_strides, istrides, strict=True):
         meta += [base._shape[d], base._stride[d], t.dtype.itemsize, ss, d, *ist]
-    meta_arr = DeviceArray(meta)
+    meta_arr = constant_array(meta)
     iptrs = index + [None] * (MAX_INDICES - len(index))
     di = _device_index(base)
     nkeys = math.prod(bshape)

@@ -37,6 +37,7 @@ from ..device import (
     CudaSource,
     DeviceArray,
     check_dtype,
+    constant_array,
     grid_for,
     launch,
     read_back,
@@ -174,7 +175,7 @@ def _remap(out: Tensor, ooff: int, x: Tensor, xoff: int, dims: list[_Dim], fill:
             continue
         merged.append([d.size, d.ostride, xst, mode, d.p0, d.p1, d.p2,
                        d.size if mode == IDENTITY else xsize])
-    meta = DeviceArray([len(merged), ooff, xoff] + [v for m in merged for v in m])
+    meta = constant_array([len(merged), ooff, xoff] + [v for m in merged for v in m])
     _launch(f"shape_remap_{w}", n, [_base(out), _base(x), np_word(fill), np.int64(n), meta])
 
 
@@ -279,7 +280,7 @@ def _tri(out: Tensor, x: Tensor, k: int, upper: bool, op_name: str) -> None:
         n *= lanes
         shape, ost, xst = (*shape, lanes), (*(s * lanes for s in ost), 1), \
             (*(s * lanes for s in xst), 1)
-    meta = DeviceArray([len(shape), out._offset * lanes, x._offset * lanes, nd - 2, *shape,
+    meta = constant_array([len(shape), out._offset * lanes, x._offset * lanes, nd - 2, *shape,
                         *ost, *xst])
     _launch(f"shape_tri_{w}", n, [_base(out), _base(x), np.int64(n), np.int64(k),
                                   np.int32(upper), meta])
@@ -331,7 +332,7 @@ def _gather(out: Tensor, oshape: tuple[int, ...], ostride: Sequence[int], x: Ten
     values = [nd, ooff, xoff, len(indices), int(wrap), *oshape, *ostride, *xstride]
     for r in indices:
         values += [r.offset, r.size, r.stride, r.dim, *r.strides]
-    meta = DeviceArray(values)
+    meta = constant_array(values)
     dev = out._storage.device.index or 0
     _launch(f"shape_index_gather_{w}_{i_name}", n,
             [_base(out), _base(x), _base(idx), np.int64(n), errors.record(dev),
@@ -473,7 +474,7 @@ def repeat_interleave(x: Tensor, repeats: Tensor, dim: int) -> Tensor:
             n *= lanes
             xoff *= lanes
             oshape, xstride = (*oshape, lanes), (*(s * lanes for s in xstride), 1)
-        meta = DeviceArray([len(oshape), xoff, dim, *oshape, *xstride])
+        meta = constant_array([len(oshape), xoff, dim, *oshape, *xstride])
         _launch(f"shape_repeat_interleave_{w}", n,
                 [_base(out), _base(x), cum, np.int64(nrep), np.int64(n), meta])
     return out

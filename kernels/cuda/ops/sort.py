@@ -28,6 +28,7 @@ from ..device import (
     CudaSource,
     DeviceArray,
     check_dtype,
+    constant_array,
     dtype_variants,
     grid_for,
     launch,
@@ -166,7 +167,7 @@ def _meta(t: Tensor, perm: Sequence[int] | None = None) -> DeviceArray | None:
         strides = tuple(strides[k] for k in perm)
     if _contiguous(shape, strides):
         return None
-    return DeviceArray([len(shape), *shape, *strides])
+    return constant_array([len(shape), *shape, *strides])
 
 
 def _scratch(n: int, dtype: D.dtype, dev: Any) -> Tensor:
@@ -358,7 +359,7 @@ def nonzero(x: Tensor) -> Tensor:
     out = empty((count, nd), D.int64, dev)
     if count and nd:
         launch(SRC, "nonzero_write", grid_for(total), BLOCK,
-               [flags, pos, _i64(total), DeviceArray(x._shape), _i32(nd), out])
+               [flags, pos, _i64(total), constant_array(x._shape), _i32(nd), out])
     return out
 
 

@@ -31,8 +31,8 @@ from ..device import (
     BLOCK,
     FLOAT_DTYPES,
     CudaSource,
-    DeviceArray,
     check_dtype,
+    constant_array,
     dtype_variants,
     grid_for,
     launch,
@@ -155,7 +155,7 @@ def _sort_order(indices: Tensor, sizes: Sequence[int]) -> tuple[Tensor | None, T
     if math.prod(sizes) < _INT64_LIMIT:
         strides = [math.prod(sizes[d + 1:]) for d in range(S)]
         keys = empty((nnz,), D.int64, dev)
-        stride_arr = DeviceArray(strides or [0])
+        stride_arr = constant_array(strides or [0])
         launch(SRC, "sp_coalesce_keys", grid_for(nnz), BLOCK,
                [_p(indices), _i64(nnz), _i32(S), stride_arr, keys])
         sorted_keys, perm = empty((nnz,), D.int64, dev), empty((nnz,), D.int64, dev)
