@@ -358,8 +358,9 @@ class CupyRuntime:
 
     def malloc(self, nbytes: int) -> Any:
         """A block of the project's pool as a cupy MemoryPointer: what ``alloc`` hands to
-        tensors and what CuPy itself allocates from inside ``allocator_scope`` (cuBLAS calls'
-        temporaries), so there is one pool, one set of statistics and one OOM path."""
+        tensors. Nothing else of the project allocates through CuPy (the raw cuBLAS call takes
+        no CuPy memory; wrap a future CuPy call that does in ``cp.cuda.using_allocator(
+        self.malloc)``), so there is one pool, one set of statistics and one OOM path."""
         if self._watch.items:
             self._watch.release_finished()
         try:
@@ -380,10 +381,6 @@ class CupyRuntime:
                 f"CUDA out of memory: tried to allocate {nbytes} bytes; "
                 f"{self.pool.used_bytes()} bytes in use, {self.pool.total_bytes()} "
                 f"reserved") from None
-
-    def allocator_scope(self) -> Any:
-        """Context in which CuPy's own allocations come from the project's pool."""
-        return self.cp.cuda.using_allocator(self.malloc)
 
     # alloc and free run once per tensor: straight-line code, helpers only off the hot path.
     def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
@@ -615,7 +612,7 @@ class CupyRuntime:
         ta, tb = check_trans(transa), check_trans(transb)
         if m == 0 or n == 0 or batch == 0:
             return
-        spec = _CUBLAS_TYPES.get(dt.name)
+        spec = _CUBLAS_BY_DTYPE.get(dt)
         if spec is None:
             raise TypeError(f"gemm: cuBLAS path does not take {dt}")
         data_type, compute, scale = spec
@@ -633,16 +630,11 @@ class CupyRuntime:
             if ld < max(1, r):
                 raise ValueError(f"gemm: ld{what.lower()}={ld} is smaller than its {r} rows")
             self._mem(p, ((batch - 1) * st + gemm_extent(r, cc, ld)) * isz)
-        al = np.array([alpha], scale)  # host pointer mode: cuBLAS reads them during the call
-        be = np.array([beta], scale)
-        cublas = self._cublas()
-        handle = self.cp.cuda.device.get_cublas_handle()
-        with self.allocator_scope():
-            cublas.gemmStridedBatchedEx(
-                handle, _OPS[ta], _OPS[tb], m, n, k, al.ctypes.data,
-                int(a), data_type, lda, stride_a, int(b), data_type, ldb, stride_b,
-                be.ctypes.data, int(c), data_type, ldc, stride_c, batch, compute,
-                _GEMM_DEFAULT)
+        al, be = _host_scalar(alpha, scale), _host_scalar(beta, scale)
+        self._cublas().gemmStridedBatchedEx(
+            self.cp.cuda.device.get_cublas_handle(), _OPS[ta], _OPS[tb], m, n, k,
+            al.ctypes.data, int(a), data_type, lda, stride_a, int(b), data_type, ldb, stride_b,
+            be.ctypes.data, int(c), data_type, ldc, stride_c, batch, compute, _GEMM_DEFAULT)
 
     def _cublas(self) -> Any:
         mod = self.__dict__.get("_cublas_module")
@@ -681,3 +673,20 @@ _CUBLAS_TYPES = {
     "complex64": (_CUDA_C_32F, _COMPUTE_32F, np.complex64),
     "complex128": (_CUDA_C_64F, _COMPUTE_64F, np.complex128),
 }
+_CUBLAS_BY_DTYPE = {np.dtype(name): spec for name, spec in _CUBLAS_TYPES.items()}
+
+# alpha / beta in host pointer mode: cuBLAS reads them during the call, so one read-only
+# array per (host type, value) serves every call. Zeros are not memoised (0.0 and -0.0 are
+# equal keys).
+_HOST_SCALARS: dict[tuple[Any, type, Any], np.ndarray] = {}
+
+
+def _host_scalar(value: Any, scale: Any) -> np.ndarray:
+    key = (scale, type(value), value)
+    arr = _HOST_SCALARS.get(key)
+    if arr is None:
+        arr = np.array([value], scale)
+        if value and len(_HOST_SCALARS) < 64:
+            arr.flags.writeable = False
+            _HOST_SCALARS[key] = arr
+    return arr

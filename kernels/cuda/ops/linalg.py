@@ -237,8 +237,13 @@ def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, a
     # One strided-batched call per run of batch dims that collapse into one stride for all
     # three operands (one call in total for contiguous or broadcast batches).
     outer, inner, (sa, sb, sc) = _batch_runs(bshape, a_st[:-2], b_st[:-2], t_st[:-2])
-    for idx in itertools.product(*(range(s) for s in outer)):
-        pc = DevicePtr(base_c + sum(i * s for i, s in zip(idx, t_st, strict=False)) * isz)
+    for idx in itertools.product(*[range(s) for s in outer]):  # one empty idx: no outer loop
+        oa = ob = oc = 0
+        if idx:
+            oa = sum(i * s for i, s in zip(idx, a_st, strict=False))
+            ob = sum(i * s for i, s in zip(idx, b_st, strict=False))
+            oc = sum(i * s for i, s in zip(idx, t_st, strict=False))
+        pc = DevicePtr(base_c + oc * isz)
         if k == 0:  # no product: C = beta * C (or zeros), never reading a or b
             ldc = (_blas_form(m, n, t_st[-2], t_st[-1]) if use_direct
                    else _blas_form(n, m, t_st[-1], t_st[-2]))[1]
@@ -247,8 +252,8 @@ def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, a
             rt.gemm("N", "N", rows, cols, 0, alpha, pc, max(1, rows), pc, 1, beta, pc, ldc, np_dt,
                     batch=inner, stride_a=0, stride_b=0, stride_c=sc)
             continue
-        pa = DevicePtr(base_a + sum(i * s for i, s in zip(idx, a_st, strict=False)) * isz)
-        pb = DevicePtr(base_b + sum(i * s for i, s in zip(idx, b_st, strict=False)) * isz)
+        pa = DevicePtr(base_a + oa * isz)
+        pb = DevicePtr(base_b + ob * isz)
         if use_direct:  # C (M, N) = op(a) op(b)
             ta, lda = _blas_form(m, k, a_st[-2], a_st[-1])
             tb, ldb = _blas_form(k, n, b_st[-2], b_st[-1])
