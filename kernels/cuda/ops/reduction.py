@@ -22,8 +22,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.layout import merge_dims
@@ -263,14 +261,14 @@ def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: 
     ws = None
     if pl.splits > 1:
         ws = empty((pl.splits * pl.N * ACC_BYTES,), D.uint8, x.device)
-    scalars = [np.float64(p), np.int64(flag)]
+    scalars = [float(p), int(flag)]
     xp = x if pl.K else None  # nothing to read (an empty input): a null pointer
     launch(red.src, f"red_{kname}", (pl.grid, pl.splits), BLOCK,
-           [xp, out1, out2, ws, meta, np.int64(pl.N), np.int64(pl.K), np.int64(pl.row),
-            np.int64(pl.P), np.int64(pl.T), np.int64(pl.chunk), *scalars], SHARED_BYTES)
+           [xp, out1, out2, ws, meta, int(pl.N), int(pl.K), int(pl.row),
+            int(pl.P), int(pl.T), int(pl.chunk), *scalars], SHARED_BYTES)
     if ws is not None:
         launch(red.src, f"fin_{kname}", grid_for(pl.N, BLOCK), BLOCK,
-               [ws, out1, out2, np.int64(pl.N), np.int64(pl.splits), np.int64(pl.K),
+               [ws, out1, out2, int(pl.N), int(pl.splits), int(pl.K),
                 *scalars])
 
 
@@ -402,8 +400,8 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) 
     target = _staged(result, _int_out(inp._dtype))
     threads = ln.L * 32 if ln.I == 1 else ln.L  # a warp per contiguous line, else a thread
     launch(SCANS, f"scan_{'mul' if op == '*' else 'add'}_{s}", grid_for(threads, BLOCK), BLOCK,
-           [inp, target, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
-            np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(bool(reverse))])
+           [inp, target, constant_array(ln.meta), int(ln.L), int(ln.K),
+            int(ln.kstrides[0]), int(ln.I), int(bool(reverse))])
     if target is not result:
         result.copy_(target)
 
@@ -426,9 +424,9 @@ def softmax(result: Tensor, inp: Tensor, dim: int, log: bool) -> None:
         return
     grid, P, T = _line_launch(ln)
     launch(SOFTMAX, f"softmax_{s}", grid, BLOCK,
-           [inp, result, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
-            np.int64(ln.kstrides[0]), np.int64(ln.I), np.int64(P), np.int64(T),
-            np.int64(bool(log))], SHARED_BYTES)
+           [inp, result, constant_array(ln.meta), int(ln.L), int(ln.K),
+            int(ln.kstrides[0]), int(ln.I), int(P), int(T),
+            int(bool(log))], SHARED_BYTES)
 
 
 @CUDA.register("_softmax_backward")
@@ -443,7 +441,7 @@ def softmax_backward(result: Tensor, grad: Tensor, output: Tensor, dim: int, log
         return
     grid, P, T = _line_launch(ln)
     launch(SOFTMAX, f"softmax_bw_{s}", grid, BLOCK,
-           [grad, output, result, constant_array(ln.meta), np.int64(ln.L), np.int64(ln.K),
-            np.int64(ln.kstrides[0]), np.int64(ln.kstrides[1]), np.int64(ln.I), np.int64(P),
-            np.int64(T), np.int64(bool(log))], SHARED_BYTES)
+           [grad, output, result, constant_array(ln.meta), int(ln.L), int(ln.K),
+            int(ln.kstrides[0]), int(ln.kstrides[1]), int(ln.I), int(P),
+            int(T), int(bool(log))], SHARED_BYTES)
 
