@@ -20,6 +20,14 @@
 
 #define GT_FULL_MASK 0xffffffffu
 
+namespace gt {
+// An aligned chunk of V elements: loading or storing one is a single vector access (NVRTC turns a
+// 16-byte-aligned 16-byte struct access into ld/st.global.v4). Used by the elementwise kernels'
+// contiguous path and by reductions over a contiguous dim.
+template <class T, int V>
+struct alignas(sizeof(T) * V) ew_vec { T v[V]; };
+}  // namespace gt
+
 // Sum of `v` over the 32 lanes of a full warp; every lane gets the total.
 template <class T>
 __device__ __forceinline__ T gt_warp_sum(T v) {

@@ -305,13 +305,7 @@ def kernel_source(spec: KernelSpec) -> str:
 VECTOR_BYTES = 16      # one 128-bit load / store per operand per step (LDG.128 on a GPU)
 VECTOR_MIN_CHUNKS = 2  # below this the scalar loop alone is as good
 
-# Included once per module: an aligned chunk of V elements, so a chunk load or store is one
-# vector access (NVRTC turns a 16-byte-aligned 16-byte struct access into ld/st.global.v4).
-VECTOR_PRELUDE = """namespace gt {
-template <class T, int V>
-struct alignas(sizeof(T) * V) ew_vec { T v[V]; };
-}  // namespace gt
-"""
+# The chunk type, gt::ew_vec<T, V> (an aligned array of V elements), is in common.cuh.
 
 
 def vector_width(spec: KernelSpec) -> int:
@@ -380,7 +374,7 @@ def module_source(specs: Iterable[KernelSpec]) -> str:
         seen.setdefault(s.kernel_name, s)
     # The header's hash keys the emulator's disk cache, which hashes only the source text.
     parts = ['#include "common.cuh"\n#include "scalar_fns.cuh"\n'
-             f"// scalar_fns.cuh {_header_hash()}\n", VECTOR_PRELUDE]
+             f"// scalar_fns.cuh {_header_hash()}\n"]
     parts += [kernel_source(s) for s in seen.values()]
     return "\n".join(parts)
 

@@ -272,3 +272,34 @@ def _reduce_cu_sample() -> tuple[str, list[str]]:
                 names.append(name)
     assert body is not None
     return body + "\n".join(wrappers) + "\n", names
+
+
+# ---- contiguous lines: 16-byte vector loads --------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int8, np.bool_])
+def test_long_contiguous_lines_match_the_cpu(dtype) -> None:
+    """Lines long enough for the vectorised path (two 16-byte chunks per thread and more):
+    aligned and unaligned starts (an offset view), a tail shorter than a chunk, and a full
+    reduction split over blocks whose shares must stay aligned."""
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-2, 2, (3, 4099))
+    a = (a > 0) if dtype is np.bool_ else (a * 40).astype(dtype) if dtype is np.int8 \
+        else a.astype(dtype)
+    tol = {"rtol": 2e-2, "atol": 2e-1} if dtype is np.float16 else {"rtol": 1e-4, "atol": 1e-3}
+    for view in (lambda x: x, lambda x: x[:, 1:], lambda x: x[:, 3:-2]):
+        check(lambda x, v=view: v(x).sum(1), a, **tol)
+        check(lambda x, v=view: v(x).amax(1), a)
+        if dtype is not np.bool_:
+            check(lambda x, v=view: v(x).argmax(1), a)
+            check(lambda x, v=view: v(x).argmin(1), a)
+    big = rng.uniform(-1, 1, 300001).astype(np.float32)
+    check(lambda x: x.sum(), big, rtol=1e-4, atol=1e-2)
+    check(lambda x: x[5:].sum(), big, rtol=1e-4, atol=1e-2)
+
+
+def test_arg_extrema_of_long_lines_keep_the_first_tie() -> None:
+    a = np.zeros((2, 9000), np.float32)
+    a[0, [700, 701, 5000, 8999]] = 3.0
+    a[1, [4097, 2, 8000]] = -3.0
+    x = gt.tensor(a, device="cuda")
+    assert x.argmax(1).tolist() == [700, 0] and x.argmin(1).tolist() == [0, 2]
+    assert x.max(1).indices.tolist() == [700, 0]

@@ -46,6 +46,7 @@ MIN_PER_THREAD = 32  # elements per thread before the reduced index is split ove
 # Blocks a split reduction aims for: enough resident threads to fill a large GPU (132 SMs x 8
 # blocks of 256 threads on an H100/H200); 128 left a full reduction at ~25% of the bandwidth.
 SPLIT_TARGET = 1024
+CHUNK_ALIGN = 16   # elements: a split's share of a contiguous line starts on a 16-byte boundary
 
 # One module per op family, so each compiles (lazily) only the instantiations it needs.
 SUMS = CudaSource("reduce.cu")
@@ -214,6 +215,7 @@ def _make_plan(shape: tuple[int, ...], stride: tuple[int, ...], dims: Sequence[i
     if grid < SPLIT_TARGET // 2 and K >= 2 * T * MIN_PER_THREAD:
         splits = min(-(-K // (T * MIN_PER_THREAD)), max(1, SPLIT_TARGET // grid))
         chunk = -(-K // splits)
+        chunk = -(-chunk // CHUNK_ALIGN) * CHUNK_ALIGN  # split starts stay 16-byte aligned
         splits = -(-K // chunk)
     meta = (len(kept), *(n for n, _ in kept), *(s for _, s in kept),
             len(red), *(n for n, _ in red), *(s for _, s in red))
