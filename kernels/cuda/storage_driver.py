@@ -60,7 +60,8 @@ class DeviceBuffer:
 
 
 class RuntimeStorageDriver:
-    """The memory driver for ``device_type`` backed by one device runtime (device index 0)."""
+    """The memory driver for ``device_type`` backed by one device runtime (device index 0; any
+    other index is refused, never silently served by device 0)."""
 
     def __init__(self, runtime: Any, device_type: str = "cuda") -> None:
         self.runtime = runtime
@@ -73,6 +74,11 @@ class RuntimeStorageDriver:
         if not 0 <= device_index < count:
             raise RuntimeError(f"invalid device {self.device_type}:{device_index}: "
                                f"{count} device(s) available")
+        # Every allocation, launch and copy runs on device 0 today: refuse another device
+        # rather than let its tensors silently live on device 0.
+        raise NotImplementedError(
+            f"{self.device_type}:{device_index}: gputensor runs on one GPU for now (device 0 of "
+            f"{count}); choose the GPU with CUDA_VISIBLE_DEVICES={device_index}")
 
     def _check_range(self, buf: DeviceBuffer, offset: int, nbytes: int, what: str) -> None:
         if offset < 0 or nbytes < 0 or offset + nbytes > buf.size:

@@ -452,3 +452,19 @@ def test_a_buffer_whose_alloc_failed_frees_nothing(monkeypatch) -> None:
     gc.collect()
     assert unraisable == [] and rt.memory_allocated() == 0
     nvrtc.prefer_major(None)
+
+
+def test_a_second_gpu_is_refused_not_served_by_the_first(monkeypatch) -> None:
+    """Until every allocation, launch and copy enters its tensor's device, a tensor on cuda:1
+    of a two-GPU machine is refused with the way out, never placed on GPU 0 silently."""
+    fake_cupy.install(monkeypatch, devices=2)
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+    from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
+
+    drv = RuntimeStorageDriver(CupyRuntime())
+    assert drv.runtime.device_count() == 2 and drv.alloc(8, 0).size == 8
+    with pytest.raises(NotImplementedError, match=r"cuda:1: .*one GPU.*CUDA_VISIBLE_DEVICES=1"):
+        drv.alloc(8, 1)
+    with pytest.raises(RuntimeError, match="invalid device cuda:2: 2 device"):
+        drv.alloc(8, 2)
+    nvrtc.prefer_major(None)
