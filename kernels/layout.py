@@ -27,3 +27,12 @@ def merge_dims(shape: Sequence[int], strides: Sequence[Sequence[int]], drop_ones
             for s, os_ in zip(strides, out_strides, strict=True):
                 os_.append(s[d])
     return tuple(out_shape), [tuple(s) for s in out_strides]
+
+
+def broadcast_strides(shape: Sequence[int], tshape: Sequence[int], tstride: Sequence[int]
+                      ) -> tuple[int, ...]:
+    """Strides (``tstride``'s unit) of an operand of shape ``tshape`` broadcast to ``shape``:
+    right-aligned, 0 for the leading dims it lacks and wherever a size-1 dim repeats."""
+    lead = len(shape) - len(tshape)
+    return (0,) * lead + tuple(0 if n == 1 and shape[lead + d] != 1 else st
+                               for d, (n, st) in enumerate(zip(tshape, tstride, strict=True)))

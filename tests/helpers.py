@@ -139,3 +139,27 @@ def numpy_test_op(shapes: Sequence[Sequence[int]], np_fn: Callable, gt_fn: Calla
     expected = np_fn(*arrays)
     actual = gt_fn(*[gt.tensor(a, dtype=dtype, device=device) for a in arrays])
     assert_close(actual, expected, atol, rtol, check_dtype)
+
+
+# A kernel whose result comes from an included header: a runtime whose compile cache keys on the
+# source text alone returns the old value after the header changes.
+HEADER_PROBE = ('#include "probe.cuh"\n'
+                'extern "C" __global__ void probe(long long* out) { out[0] = PROBE_VALUE; }\n')
+
+
+def header_probe_results(rt: Any, tmp_path: Any, values: Sequence[int] = (1, 2)) -> list[int]:
+    """Write ``probe.cuh`` defining each of ``values`` in turn, compile HEADER_PROBE on the
+    device runtime ``rt`` with ``-I tmp_path``, launch it and read back what it returned."""
+    from gputensor.kernels.cuda.device import NVRTC_OPTIONS
+
+    got = []
+    for value in values:
+        (tmp_path / "probe.cuh").write_text(f"#define PROBE_VALUE {value}\n")
+        m = rt.compile(HEADER_PROBE, "probe", options=(*NVRTC_OPTIONS, f"-I{tmp_path}"))
+        p = rt.alloc(8)
+        rt.launch(rt.get_kernel(m, "probe"), 1, 1, 0, [p])
+        out = np.zeros(1, np.int64)
+        rt.memcpy_dtoh(out, p)
+        rt.free(p)
+        got.append(int(out[0]))
+    return got

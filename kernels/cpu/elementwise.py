@@ -19,7 +19,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import _STRIDES_CACHE, Tensor
-from gputensor.kernels.layout import merge_dims
+from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CPU, OpDef
 
 from . import scalar_fns
@@ -74,9 +74,7 @@ def _scalar(value: Any, cdt: np.dtype) -> Any:
 
 def _broadcast_strides(a: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Byte strides of ``a`` broadcast to ``shape`` (0 where it repeats)."""
-    lead = len(shape) - a.ndim
-    return (0,) * lead + tuple(0 if n == 1 and shape[lead + d] != 1 else st
-                               for d, (n, st) in enumerate(zip(a.shape, a.strides, strict=True)))
+    return broadcast_strides(shape, a.shape, a.strides)
 
 
 def make_kernel(op: OpDef) -> Callable[..., None]:

@@ -6,8 +6,7 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
   memory: cupy.cuda.MemoryPool(allocator=) (malloc, free_all_blocks, used_bytes,
     total_bytes, set_limit(fraction=)); its allocator returns cupy.cuda.MemoryPointer(
     cupy.cuda.UnownedMemory(ptr, size, owner, device_id), 0) over a cupy.cuda.Memory(size)
-    (one cudaMalloc per pool segment, counted by its owner); cupy.cuda.using_allocator (CuPy's
-    own allocations from the project's pool); cupy.cuda.memory.OutOfMemoryError;
+    (one cudaMalloc per pool segment, counted by its owner); cupy.cuda.memory.OutOfMemoryError;
     cupy.cuda.PinnedMemoryPool (malloc) and pinned_memory.is_memory_pinned;
     cupy.cuda.runtime.memGetInfo;
   copies: cupy.cuda.MemoryPointer.copy_from_host_async / copy_to_host_async /

@@ -11,12 +11,12 @@ import pytest
 
 from gputensor.kernels.cuda import binaries, nvrtc
 from gputensor.kernels.cuda.device import NVRTC_OPTIONS
+from tests.helpers import HEADER_PROBE, header_probe_results
 
 _OK, _WHY = nvrtc.availability()
 needs_nvrtc = pytest.mark.skipif(not _OK, reason=f"NVRTC wheel not installed: {_WHY}")
 
-_PROBE = ('#include "probe.cuh"\n'
-          'extern "C" __global__ void probe(long long* out) { out[0] = PROBE_VALUE; }\n')
+_PROBE = HEADER_PROBE
 
 
 @pytest.fixture
@@ -114,20 +114,8 @@ def test_check_archs_follow_the_nvrtc_version() -> None:
 
 
 def test_the_emulator_cache_also_keys_on_included_headers(tmp_path) -> None:
-    import numpy as np
-
     from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
 
     # The default cache dir on purpose: the emulator's fiber runtime is one library per process,
     # loaded from the cache dir of its first use (another dir would load a second copy).
-    rt = EmulatorRuntime()
-    got = []
-    for value in (1, 2):
-        (tmp_path / "probe.cuh").write_text(f"#define PROBE_VALUE {value}\n")
-        m = rt.compile(_PROBE, "probe", options=(*NVRTC_OPTIONS, f"-I{tmp_path}"))
-        p = rt.alloc(8)
-        rt.launch(rt.get_kernel(m, "probe"), 1, 1, 0, [p])
-        out = np.zeros(1, np.int64)
-        rt.memcpy_dtoh(out, p)
-        got.append(int(out[0]))
-    assert got == [1, 2]
+    assert header_probe_results(EmulatorRuntime(), tmp_path) == [1, 2]

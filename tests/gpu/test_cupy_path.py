@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
+from tests.helpers import header_probe_results
 
 TINY = np.array([1e-40, 3e-39, -5e-41], np.float32)  # float32 subnormals
 
@@ -117,22 +118,9 @@ def test_oom_is_gputensors_error_and_counted() -> None:
 
 
 def test_an_edited_header_is_recompiled(tmp_path) -> None:
-    from gputensor.kernels.cuda.device import NVRTC_OPTIONS, runtime
+    from gputensor.kernels.cuda.device import runtime
 
-    rt = runtime()
-    code = ('#include "probe.cuh"\nextern "C" __global__ void probe(long long* out) '
-            '{ out[0] = PROBE_VALUE; }\n')
-    got = []
-    for v in (1, 2):
-        (tmp_path / "probe.cuh").write_text(f"#define PROBE_VALUE {v}\n")
-        m = rt.compile(code, "probe", options=(*NVRTC_OPTIONS, f"-I{tmp_path}"))
-        p = rt.alloc(8)
-        rt.launch(rt.get_kernel(m, "probe"), 1, 1, 0, [p])
-        h = np.zeros(1, np.int64)
-        rt.memcpy_dtoh(h, p)
-        got.append(int(h[0]))
-        rt.free(p)
-    assert got == [1, 2]
+    assert header_probe_results(runtime(), tmp_path) == [1, 2]
 
 
 def test_broadcast_launch_does_not_wait_for_the_gpu(busy) -> None:

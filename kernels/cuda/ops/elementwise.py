@@ -17,7 +17,7 @@ from typing import Any
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor, contiguous_strides
-from gputensor.kernels.layout import merge_dims
+from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
 from .. import elementwise as E
@@ -60,12 +60,7 @@ def _layout_values(key: tuple, name: str) -> tuple[int, ...]:
     if values is not None:
         return values
     shape = key[0]
-    strides = []
-    for tshape, tstride in key[1:]:
-        lead = len(shape) - len(tshape)
-        strides.append([0] * lead + [0 if n == 1 and shape[lead + k] != 1 else st
-                                     for k, (n, st) in enumerate(zip(tshape, tstride,
-                                                                     strict=True))])
+    strides = [broadcast_strides(shape, tshape, tstride) for tshape, tstride in key[1:]]
     mshape, mstrides = merge_dims(shape, strides, drop_ones=True)
     if len(mshape) > E.MAX_DIMS:
         raise ValueError(f"{name}: {len(mshape)} dims after merging; CUDA elementwise kernels "

@@ -36,6 +36,7 @@ from gputensor import _dtype as D
 from gputensor._ops._core import empty, kernel
 from gputensor._tensor import Tensor
 from gputensor.backends.cuda import matmul as _matmul_flags
+from gputensor.kernels.layout import broadcast_strides
 from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for
 
@@ -116,9 +117,7 @@ def ones(dtype: D.dtype, device: Any) -> Tensor:
 # -- layouts --------------------------------------------------------------------------------------
 def _bstrides(t: Tensor, shape: Sequence[int]) -> tuple[int, ...]:
     """``t``'s strides broadcast (right-aligned, 0 where it repeats) to ``shape``."""
-    lead = len(shape) - t.dim()
-    return (0,) * lead + tuple(0 if n == 1 and shape[lead + k] != 1 else s
-                               for k, (n, s) in enumerate(zip(t._shape, t._stride, strict=True)))
+    return broadcast_strides(shape, t._shape, t._stride)
 
 
 def _blas_form(rows: int, cols: int, sr: int, sc: int) -> tuple[str, int] | None:

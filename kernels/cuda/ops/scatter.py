@@ -37,6 +37,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor
+from gputensor.kernels.layout import broadcast_strides
 from gputensor.kernels.registry import CUDA
 
 from .. import errors
@@ -345,9 +346,7 @@ def _mask_meta(self: Tensor, mask: Tensor) -> DeviceArray | None:
     shape = self._shape
     if mask._shape == shape and self.is_contiguous() and mask.is_contiguous():
         return None
-    lead = len(shape) - len(mask._shape)
-    mst = [0] * lead + [0 if n == 1 and shape[lead + k] != 1 else s
-                        for k, (n, s) in enumerate(zip(mask._shape, mask._stride, strict=True))]
+    mst = broadcast_strides(shape, mask._shape, mask._stride)
     return constant_array([len(shape), *shape, *self._stride, *mst])
 
 

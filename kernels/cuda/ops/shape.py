@@ -29,6 +29,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor, contiguous_strides
+from gputensor.kernels.layout import broadcast_strides
 from gputensor.kernels.registry import CUDA
 
 from .. import errors
@@ -385,12 +386,6 @@ def gather(out: Tensor, x: Tensor, dim: int, index: Tensor) -> None:
     _gather(out, oshape, ostride, x, xs, index, idt, [r], False, "gather")
 
 
-def _broadcast_strides(t: Tensor, shape: tuple[int, ...]) -> list[int]:
-    lead = len(shape) - t.dim()
-    return [0] * lead + [0 if n == 1 and shape[lead + j] != 1 else s
-                         for j, (n, s) in enumerate(zip(t._shape, t._stride, strict=True))]
-
-
 def _index_buffer(tensors: list[Tensor], bshape: tuple[int, ...]
                   ) -> tuple[Tensor, D.dtype, list[int], list[list[int]]]:
     """One buffer holding every index tensor: (a tensor on the buffer's storage, which the
@@ -402,15 +397,16 @@ def _index_buffer(tensors: list[Tensor], bshape: tuple[int, ...]
     if first._dtype in _INDEX and all(t._dtype is first._dtype
                                       and t._storage is first._storage for t in tensors):
         return (first, first._dtype, [t._offset for t in tensors],
-                [_broadcast_strides(t, bshape) for t in tensors])
+                [list(broadcast_strides(bshape, t._shape, t._stride)) for t in tensors])
     nb = math.prod(bshape)
     stacked = empty((len(tensors),) + bshape, D.int64, first.device)
     inner = contiguous_strides(bshape)
     for k, t in enumerate(tensors):
         if t._dtype is not D.int64:
             t = t.to(D.int64)
-        _remap(stacked, k * nb, t, t._offset,
-               _identity_dims(bshape, inner, _broadcast_strides(t, bshape)), op_name="_index")
+        strides = list(broadcast_strides(bshape, t._shape, t._stride))
+        _remap(stacked, k * nb, t, t._offset, _identity_dims(bshape, inner, strides),
+               op_name="_index")
     return (stacked, D.int64, [k * nb for k in range(len(tensors))],
             [list(inner) for _ in tensors])
 
