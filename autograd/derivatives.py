@@ -2,7 +2,8 @@
 
 An op declares one expression per differentiable input, written with differentiable gputensor
 ops (so ``create_graph=True`` gives higher-order gradients), e.g. ``mul``:
-``("g * b", "g * a")``. Names an expression may use:
+``("g * cj(b)", "g * cj(a)")`` (``cj`` conjugates complex values, as PyTorch's conjugate
+Wirtinger convention asks, and is the identity on real ones). Names an expression may use:
 
 - ``g``: the gradient of the (first) output; ``grads``: the gradients of all outputs
 - ``out``: the (first) output; ``outs``: all outputs; ``out1`` etc.: one of them

@@ -85,10 +85,6 @@ def _shape(*shapes: Sequence[int]) -> str:
     return ", ".join("x".join(str(n) for n in s) if s else "()" for s in shapes)
 
 
-def _dname(dt: Any) -> str:
-    return str(dt).replace("gputensor.", "")
-
-
 # ---- comparison ------------------------------------------------------------------------------
 def _host(t: Any) -> np.ndarray:
     if isinstance(t, gt.Tensor):

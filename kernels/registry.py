@@ -163,14 +163,6 @@ def register_backend(name: str, device_type: str, layout_name: str) -> Backend:
     return b
 
 
-def backend_for(device_type: str, layout_name: str = "strided") -> Backend:
-    try:
-        return BACKENDS[device_type, layout_name]
-    except KeyError:
-        raise RuntimeError(f"no backend for device type {device_type!r} with layout "
-                           f"{layout_name!r}") from None
-
-
 CPU = register_backend("CPU", "cpu", "strided")
 CUDA = register_backend("CUDA", "cuda", "strided")
 SPARSE_CPU = register_backend("SparseCPU", "cpu", "sparse_coo")

@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
-
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim, parse_size
 
 from ._core import as_index_list, op
@@ -391,10 +389,6 @@ def resize_(self: Tensor, *sizes: Any) -> Tensor:
     self._shape, self._stride = shape, contiguous_strides(shape)
     self._np_buf = None
     return self
-
-
-def _int_like(x: Any) -> bool:
-    return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
 
 
 Tensor.view_as = view_as

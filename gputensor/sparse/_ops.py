@@ -18,7 +18,7 @@ from gputensor._ops._core import op
 from gputensor._tensor import Tensor
 
 from ._cost import sparse_cost
-from ._helpers import coalesce_raw, gather_at, index_rows, sparse_like, to_dense_raw
+from ._helpers import coalesce_raw, gather_at, index_rows, to_dense_raw
 from ._tensor import SparseTensor, make_sparse
 
 
@@ -107,14 +107,6 @@ def sparse_transpose(self: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
         return make_sparse(idx, self._values_t, tuple(shape), False)
     vals = self._values_t.transpose(dim0 - S + 1, dim1 - S + 1).contiguous()
     return make_sparse(self._indices_t, vals, tuple(shape), self._is_coalesced)
-
-
-def values_shape(x: SparseTensor) -> tuple[int, ...]:
-    return (x._nnz(), *x._shape[x._sparse_dim:])
-
-
-def with_values(x: SparseTensor, values: Tensor) -> SparseTensor:
-    return sparse_like(x, values)
 
 
 __all__ = ["dense_to_sparse", "gather_at", "sparse_clone", "sparse_coalesce", "sparse_coo",

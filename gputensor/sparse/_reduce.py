@@ -94,10 +94,6 @@ def _segments(xc: SparseTensor, d: int) -> tuple[Tensor, Tensor]:
     return cached(xc, ("segments", d), make)
 
 
-def _values2d(v: Tensor) -> Tensor:
-    return v.reshape(v._shape[0], -1).contiguous()
-
-
 @op("_sparse_softmax", method=False, function=False, cost=sparse_cost(5, per="input"),
     grad={"self": "sparse._reduce.softmax_backward(g, out, dim, log)"})
 def _sparse_softmax(self: SparseTensor, dim: int, log: bool = False) -> SparseTensor:

@@ -7,10 +7,13 @@ register themselves with the CUDA backend). Kernels live in ``kernels/cuda/*.cu`
 templates per dtype (both the emulator and NVRTC launch plain, non-template kernels), compiled
 once per runtime on first use.
 
-    SOURCE = CudaSource("reduce.cu")
-    SOURCE.instantiate("sum_{s}", "const {T}* x, {A}* out, long long n",
-                       "gt_sum<{T}, {A}>(x, out, n)", FLOAT_TYPES)
-    launch(SOURCE, "sum_f32", grid, block, [x, out, n])   # tensors pass as device pointers
+    SRC = CudaSource("optim.cu")
+    SRC.instantiate("optim_adagrad_{s}",
+                    "{T}* p, const {T}* g, {T}* sum, {T} c0, {T} c1, {T} c2, int neg, long long n",
+                    "gtoptim::adagrad<{T}>(p, g, sum, c0, c1, c2, neg, n)",
+                    dtype_variants([D.float32, D.float64]))
+    launch(SRC, "optim_adagrad_f32", grid_for(n), BLOCK, [p, g, s, c0, c1, c2, 0, n])
+    # tensors pass as device pointers to their first element
 """
 
 from __future__ import annotations

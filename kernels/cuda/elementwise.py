@@ -17,8 +17,7 @@ float16/bfloat16 compute in float (like the CPU backend); float literals take th
 widened to 64 bits (unsigned for uint8), as Numba types integer arithmetic, so overflowing
 intermediates that reach a comparison or a float agree with the CPU; stores truncate. Complex
 dtypes compute in ``gt::complex`` (complex.cuh); complex scalars and params travel as two real
-kernel parameters. ``run_elementwise`` compiles (cached) and launches through the CPU emulator
-on host arrays; kernels/cuda/ops/elementwise.py launches the same kernels on device tensors.
+kernel parameters. kernels/cuda/ops/elementwise.py compiles and launches them on device tensors.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import ast
 import functools
 import hashlib
 import math
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +34,15 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import OpDef
 
 from .device import CTYPES as REAL_CTYPES
 from .device import MAX_GRID as DEVICE_MAX_GRID
 from .device import SHORT as REAL_SHORT
 
-MAX_DIMS = 8
+MAX_DIMS = 25  # PyTorch's CUDA limit (OffsetCalculator); the kernel loops over meta[0] dims
 INPUT_NAMES = ("a", "b", "c")
 BLOCK = 128
-MAX_GRID = 64  # grid-stride: a bounded grid covers any size (the emulator runs threads serially)
-EMULATOR_FLAGS = ("-fwrapv",)  # signed overflow wraps, as on the GPU and in Numba
 
 # The backend's dtype tables (device.py), plus complex: only the elementwise kernels cover it.
 CTYPES: dict[D.dtype, str] = {**REAL_CTYPES, D.complex64: "gt::complex<float>",
@@ -222,7 +217,7 @@ def _scalar_args(name: str, compute: D.dtype) -> tuple[list[str], str]:
             f"{CTYPES[compute]}({name}_re, {name}_im)")
 
 
-def _check_dtype(d: D.dtype, what: str, op_name: str) -> None:
+def check_dtype(d: D.dtype, what: str, op_name: str) -> None:
     if d not in CTYPES:
         raise TypeError(f"CUDA elementwise kernel for '{op_name}': {what} dtype {d} is not "
                         f"supported")
@@ -230,11 +225,11 @@ def _check_dtype(d: D.dtype, what: str, op_name: str) -> None:
 
 def kernel_source(spec: KernelSpec) -> str:
     """The ``__global__`` kernel for ``spec`` (needs ``common.cuh`` and ``scalar_fns.cuh``)."""
-    _check_dtype(spec.out, "output", spec.op_name)
-    _check_dtype(spec.compute, "compute", spec.op_name)
+    check_dtype(spec.out, "output", spec.op_name)
+    check_dtype(spec.compute, "compute", spec.op_name)
     for d in spec.inputs:
         if d is not None:
-            _check_dtype(d, "input", spec.op_name)
+            check_dtype(d, "input", spec.op_name)
     body = render_expr(spec.expr, spec.params, len(spec.inputs), spec.op_name)
     ct = compute_ctype(spec.compute)
     ft = _COMPLEX_PART.get(spec.compute) or (ct if spec.compute.is_floating_point else "double")
@@ -379,65 +374,12 @@ def module_source(specs: Iterable[KernelSpec]) -> str:
     return "\n".join(parts)
 
 
-# ---- compiling (through the emulator) --------------------------------------------------------
-_compiled: dict[KernelSpec, Any] = {}  # spec -> emulated module holding its kernel
-_compile_lock = threading.Lock()
-
-
-def compile_kernels(specs: Iterable[KernelSpec], name: str = "elementwise",
-                    extra_flags: Sequence[str] = EMULATOR_FLAGS) -> None:
-    """Compile every spec not yet compiled into ONE emulated module (g++ runs once, and its
-    result is disk-cached): batch the kernels a workload needs to avoid a compile per kernel.
-    ``extra_flags`` go to g++ (e.g. add "-O0" to trade kernel speed for compile time)."""
-    from .emulator import compile_source
-
-    with _compile_lock:
-        todo = list(dict.fromkeys(s for s in specs if s not in _compiled))
-        if not todo:
-            return
-        mod = compile_source(module_source(todo), name, tuple(extra_flags))
-        for s in todo:
-            _compiled[s] = mod
-
-
-def _module_for(spec: KernelSpec) -> Any:
-    mod = _compiled.get(spec)
-    if mod is None:
-        compile_kernels([spec], f"ew_{spec.op_name.strip('_')}")
-        mod = _compiled[spec]
-    return mod
-
-
-# ---- launching on host arrays ---------------------------------------------------------------
-_NP_TO_DT = {d.np_dtype: d for d in CTYPES}
-
-
-def dtype_of(a: np.ndarray) -> D.dtype:
-    d = _NP_TO_DT.get(a.dtype)
-    if d is None:
-        raise TypeError(f"CUDA elementwise kernels take arrays of {sorted(map(str, CTYPES))}, "
-                        f"got {a.dtype}")
-    return d
-
-
-def _effective_expr(op: OpDef, compute: D.dtype) -> str:
+# ---- launch arguments ------------------------------------------------------------------------
+def effective_expr(op: OpDef, compute: D.dtype) -> str:
     # Like the frontend: floor/ceil/trunc of an integer is the integer itself.
     if op.extra.get("int_identity") and compute.category <= D.INTEGRAL:
         return "a"
     return op.expr
-
-
-def spec_for(op: OpDef, out: np.ndarray, inputs: Sequence[Any], compute: D.dtype) -> KernelSpec:
-    """The kernel ``run_elementwise`` launches for these operands."""
-    if not op.expr:
-        raise ValueError(f"op '{op.name}' has no elementwise expression")
-    if len(inputs) != op.arity:
-        raise TypeError(f"{op.name}: expected {op.arity} inputs, got {len(inputs)}")
-    n = out.size
-    ins = tuple(None if not isinstance(x, np.ndarray) or (x.size == 1 and n != 1)
-                else dtype_of(x) for x in inputs)
-    return KernelSpec(op.name, _effective_expr(op, compute), tuple(op.params), dtype_of(out),
-                      compute, ins)
 
 
 def scalar_args(value: Any, compute: D.dtype) -> list[Any]:
@@ -482,80 +424,3 @@ def _scalar_param(value: Any, compute: D.dtype) -> Any:
     if cdt.kind == "b":
         return int(bool(v))
     return int(v) if cdt.kind in "iu" else float(v)
-
-
-def _element_view(a: np.ndarray, shape: tuple[int, ...]) -> tuple[np.ndarray, list[int]]:
-    """A flat C-contiguous view spanning ``a``'s memory from its lowest element, then the
-    element offset of a[0, ...] and its strides broadcast to ``shape`` (0 where it repeats)."""
-    item = a.itemsize
-    if any(s % item for s in a.strides):
-        raise ValueError(f"strides {a.strides} of an operand are not multiples of its "
-                         f"itemsize {item}")
-    lead = len(shape) - a.ndim
-    strides = [0] * lead + [0 if (n == 1 and shape[lead + k] != 1) else s // item
-                            for k, (n, s) in enumerate(zip(a.shape, a.strides, strict=True))]
-    # Flipping the negative-stride dims puts the lowest-addressed element at [0, ...].
-    low = a[tuple(slice(None, None, -1) if s < 0 else slice(None) for s in a.strides)]
-    extent = sum((n - 1) * s for n, s in zip(low.shape, low.strides, strict=True)) // item + 1
-    base = np.lib.stride_tricks.as_strided(low, (extent,), (item,))
-    offset = (a.__array_interface__["data"][0] - low.__array_interface__["data"][0]) // item
-    return base, [offset, *strides]
-
-
-def _broadcasts(src: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    return len(src) <= len(shape) and all(
-        n in (1, m) for n, m in zip(src[::-1], shape[::-1], strict=False))
-
-
-def launch_config(n: int, spec: KernelSpec | None = None) -> tuple[int, int]:
-    """(grid, block) for ``n`` elements: a grid-stride loop with a bounded grid (sized for
-    ``spec``'s vector chunks when given)."""
-    if spec is not None:
-        return launch_grid(spec, n, BLOCK, MAX_GRID), BLOCK
-    return max(1, min(MAX_GRID, -(-n // BLOCK))), BLOCK
-
-
-def run_elementwise(op: OpDef, out: np.ndarray, inputs: Sequence[Any], params: Sequence[Any],
-                    compute: D.dtype) -> None:
-    """Compute ``op`` into ``out`` through the emulated CUDA kernel for these operands.
-
-    ``inputs`` are NumPy arrays (any strides, broadcastable to ``out``; size-1 arrays and Python
-    numbers are passed as scalars) and ``params`` the op's resolved params, as the CPU
-    backend's kernels receive them; ``compute`` is the compute dtype from the op's dtype rule.
-    """
-    if len(params) != len(op.params):
-        raise TypeError(f"{op.name}: expected params {op.params}, got {tuple(params)}")
-    if not out.flags.writeable:
-        raise ValueError(f"{op.name}: the output array is read-only")
-    shape = out.shape
-    for x in inputs:
-        if isinstance(x, np.ndarray) and not _broadcasts(x.shape, shape):
-            raise ValueError(f"{op.name}: operand of shape {x.shape} does not broadcast to the "
-                             f"output shape {shape}")
-    spec = spec_for(op, out, inputs, compute)
-    n = out.size
-    if n == 0:
-        return
-    arrays = [out] + [x for x, d in zip(inputs, spec.inputs, strict=True) if d is not None]
-    meta = None
-    if not all(a.flags.c_contiguous and a.shape == shape for a in arrays):
-        views = [_element_view(a, shape) for a in arrays]
-        mshape, mstrides = merge_dims(shape, [st[1:] for _, st in views], drop_ones=True)
-        if len(mshape) > MAX_DIMS:
-            raise ValueError(f"{op.name}: {len(mshape)} dims after merging; CUDA elementwise "
-                             f"kernels take at most {MAX_DIMS}")
-        meta_list = [len(mshape), *mshape]
-        for (_, st), ms in zip(views, mstrides, strict=True):
-            meta_list += [st[0], *ms]
-        meta = np.array(meta_list, dtype=np.int64)
-        arrays = [base for base, _ in views]
-    else:
-        arrays = [a.reshape(-1) for a in arrays]
-    it = iter(arrays[1:])
-    args: list[Any] = [arrays[0]]
-    for x, d in zip(inputs, spec.inputs, strict=True):
-        args += [next(it)] if d is not None else scalar_args(x, compute)
-    for p in params:
-        args += scalar_args(p, compute)
-    grid, block = launch_config(n, spec)
-    _module_for(spec).launch(spec.kernel_name, grid, block, [*args, n, meta])

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import gputensor as gt
 from gputensor import _dtype as D
 from gputensor.kernels.cuda import device, nvrtc
 from gputensor.kernels.cuda import elementwise as E
@@ -29,7 +30,7 @@ from gputensor.kernels.cuda.emulator.build import Param
 from gputensor.kernels.cuda.emulator.launch import scalar_value
 from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
 from gputensor.kernels.cuda.runtime import DevicePtr
-from gputensor.kernels.registry import OPS
+from gputensor.kernels.registry import BACKENDS, OPS
 
 from . import fake_cupy as _fake
 
@@ -295,15 +296,20 @@ def test_vector_width():
     assert E.launch_grid(spec, 10**9, 128, max_grid=64) == 64
 
 
-def _offset_view(a: np.ndarray, offset: int) -> np.ndarray:
-    """``a``'s values in a buffer starting ``offset`` elements past a 64-byte boundary."""
-    raw = np.zeros(a.size + offset + 64 // a.itemsize, a.dtype)
-    start = (-raw.__array_interface__["data"][0] % 64) // a.itemsize + offset
-    view = raw[start:start + a.size]
-    view[...] = a
-    return view
+cuda = pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runtime")
 
 
+def _offset_view(a: np.ndarray, offset: int) -> gt.Tensor:
+    """``a``'s values on the device, starting ``offset`` elements past an aligned block."""
+    t = gt.empty(a.size + offset, dtype=gt.from_numpy(a[:0]).dtype, device="cuda")[offset:]
+    return t.copy_(gt.from_numpy(a))
+
+
+def _launch(name: str, out: gt.Tensor, inputs: list, params: list, compute: D.dtype) -> None:
+    BACKENDS["cuda", "strided"].kernel(name)(out, inputs, params, compute)
+
+
+@cuda
 @pytest.mark.parametrize("n", [1, 7, 8, 33, 1000, 4099])
 @pytest.mark.parametrize("offsets", [(0, 0, 0), (1, 0, 0), (0, 0, 3)])
 def test_vectorised_add_matches_numpy(n, offsets):
@@ -312,10 +318,11 @@ def test_vectorised_add_matches_numpy(n, offsets):
     y = rng.standard_normal(n).astype(np.float32)
     out = _offset_view(np.full(n, np.nan, np.float32), offsets[0])
     xs, ys = _offset_view(x, offsets[1]), _offset_view(y, offsets[2])
-    E.run_elementwise(OPS["add"], out, [xs, ys], [2.0], D.float32)
-    np.testing.assert_array_equal(out, x + np.float32(2.0) * y)
+    _launch("add", out, [xs, ys], [2.0], D.float32)
+    np.testing.assert_array_equal(out.cpu().numpy(), x + np.float32(2.0) * y)
 
 
+@cuda
 @pytest.mark.parametrize("op,out_dt,in_dt,compute", [
     ("lt", np.bool_, np.float32, D.float32),       # 1-byte output, 4-byte inputs: V = 4
     ("add", np.float64, np.float64, D.float64),    # V = 2
@@ -328,13 +335,13 @@ def test_vectorised_mixed_dtypes(op, out_dt, in_dt, compute):
     rng = np.random.default_rng(3)
     x = (rng.standard_normal(n) * 50).astype(in_dt)
     y = (rng.standard_normal(n) * 50).astype(in_dt)
-    out = np.zeros(n, out_dt)
+    out = _offset_view(np.zeros(n, out_dt), 0)
     params = [1] if OPS[op].params else []
-    E.run_elementwise(OPS[op], out, [x, y], params, compute)
+    _launch(op, out, [_offset_view(x, 0), _offset_view(y, 0)], params, compute)
     ref = {"lt": np.less, "add": np.add, "mul": np.multiply, "maximum": np.maximum}[op]
     with np.errstate(over="ignore"):
         expected = ref(x, y)
-    np.testing.assert_array_equal(out, expected.astype(out_dt))
+    np.testing.assert_array_equal(out.cpu().numpy(), expected.astype(out_dt))
 
 
 def test_vector_path_compiles_to_vector_loads_with_nvrtc():

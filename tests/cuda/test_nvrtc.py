@@ -226,20 +226,28 @@ def test_availability_reports_missing_wheels(monkeypatch):
     assert nvrtc.availability() == (True, "")
 
 
+def _elementwise_spec(op, dt, compute, out_dt):
+    """The kernel spec of ``op`` over array operands of ``dt`` (``_where``'s condition bool)."""
+    from gputensor import _dtype as D
+    from gputensor.kernels.cuda import elementwise as cuda_ew
+
+    ins = tuple(D.bool if op.name == "_where" and i == 0 else dt for i in range(op.arity))
+    return cuda_ew.KernelSpec(op.name, cuda_ew.effective_expr(op, compute), tuple(op.params),
+                              out_dt, compute, ins)
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
     """The CUDA elementwise renderer's output (run by the emulator elsewhere) also compiles
     with NVRTC: one kernel per op with an expression, over float32, int64 and float16 where
     the op's dtype rule accepts them."""
-    import numpy as np
-
     import gputensor as gt
     from gputensor._ops.elementwise import _rule_dtypes
     from gputensor.kernels.cuda import elementwise as cuda_ew
     from gputensor.kernels.registry import OPS
 
     specs = []
-    for name, op in OPS.items():
+    for op in OPS.values():
         if not op.expr:
             continue
         for dt in (gt.float32, gt.int64, gt.float16):
@@ -247,9 +255,7 @@ def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
                 compute, out_dt = _rule_dtypes(op, dt)
             except RuntimeError:
                 continue
-            ins = [np.ones(4, dtype=np.bool_ if name == "_where" and i == 0 else dt.np_dtype)
-                   for i in range(op.arity)]
-            specs.append(cuda_ew.spec_for(op, np.empty(4, out_dt.np_dtype), ins, compute))
+            specs.append(_elementwise_spec(op, dt, compute, out_dt))
             break  # one dtype per op keeps this test to seconds; the emulator covers the rest
     prog = nvrtc.compile_program(cuda_ew.module_source(specs), "elementwise_all.cu", arch=arch)
     entries = set(re.findall(r"\.entry\s+(\w+)", prog.ptx))
@@ -269,8 +275,6 @@ COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs",
 @pytest.mark.parametrize("arch", [a for a in ("sm_70", "sm_90")
                                   if not _OK or a in nvrtc.check_archs()])
 def test_complex_elementwise_kernels_compile_for_real_gpus(arch: str):
-    import numpy as np
-
     import gputensor as gt
     from gputensor._ops.elementwise import _rule_dtypes
     from gputensor.kernels.cuda import elementwise as cuda_ew
@@ -281,8 +285,6 @@ def test_complex_elementwise_kernels_compile_for_real_gpus(arch: str):
         op = OPS[name]
         for dt in (gt.complex64, gt.complex128):
             compute, out_dt = _rule_dtypes(op, dt)
-            ins = [np.ones(4, dtype=np.bool_ if name == "_where" and i == 0 else dt.np_dtype)
-                   for i in range(op.arity)]
-            specs.append(cuda_ew.spec_for(op, np.empty(4, out_dt.np_dtype), ins, compute))
+            specs.append(_elementwise_spec(op, dt, compute, out_dt))
     prog = nvrtc.compile_program(cuda_ew.module_source(specs), "complex_all.cu", arch=arch)
     assert {s.kernel_name for s in specs} <= set(re.findall(r"\.entry\s+(\w+)", prog.ptx))

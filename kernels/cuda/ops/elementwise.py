@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gputensor import _dtype as D
@@ -28,24 +29,35 @@ _lock = threading.Lock()
 
 
 def _kernel(spec: E.KernelSpec) -> Any:
-    rt = runtime()
-    key = (id(rt), spec)
-    k = _kernels.get(key)
+    k = _kernels.get((id(runtime()), spec))
     if k is None:
-        with _lock:
-            k = _kernels.get(key)
-            if k is None:
-                module = rt.compile(E.module_source([spec]), f"ew_{spec.kernel_name}",
-                                    options=NVRTC_OPTIONS)
-                k = _kernels[key] = rt.get_kernel(module, spec.kernel_name)
+        precompile([spec], f"ew_{spec.kernel_name}")
+        k = _kernels[id(runtime()), spec]
     return k
 
 
-def _spec(op: OpDef, out: Tensor, inputs: list, compute: D.dtype) -> E.KernelSpec:
+def precompile(specs: Iterable[E.KernelSpec], name: str = "elementwise",
+               options: Sequence[str] = ()) -> None:
+    """Compile every spec the active runtime has not compiled yet into ONE module (one NVRTC
+    or g++ run, disk-cached), so a workload that needs many kernels pays one compile, not one
+    per kernel. ``options`` follow the backend's NVRTC options (the emulator keeps -O/-D/-f)."""
+    rt = runtime()
+    with _lock:
+        todo = list(dict.fromkeys(s for s in specs if (id(rt), s) not in _kernels))
+        if not todo:
+            return
+        module = rt.compile(E.module_source(todo), name, options=(*NVRTC_OPTIONS, *options))
+        for s in todo:
+            _kernels[id(rt), s] = rt.get_kernel(module, s.kernel_name)
+
+
+def spec_for(op: OpDef, out: Tensor, inputs: Sequence[Any], compute: D.dtype) -> E.KernelSpec:
+    """The kernel an elementwise launch of ``op`` runs for these operands (tensors or Python
+    numbers) and compute dtype."""
     for d in [out._dtype, compute] + [x._dtype for x in inputs if isinstance(x, Tensor)]:
-        E._check_dtype(d, "operand", op.name)
+        E.check_dtype(d, "operand", op.name)
     ins = tuple(x._dtype if isinstance(x, Tensor) else None for x in inputs)
-    return E.KernelSpec(op.name, E._effective_expr(op, compute), tuple(op.params), out._dtype,
+    return E.KernelSpec(op.name, E.effective_expr(op, compute), tuple(op.params), out._dtype,
                         compute, ins)
 
 
@@ -80,7 +92,7 @@ def make_kernel(op: OpDef):
     prepared: dict[tuple, tuple[Any, int]] = {}
 
     def prepare(key: tuple, out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int]:
-        spec = _spec(op, out, inputs, compute)
+        spec = spec_for(op, out, inputs, compute)
         entry = prepared[key] = (_kernel(spec), E.vector_width(spec))
         return entry
 
