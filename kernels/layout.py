@@ -36,3 +36,23 @@ def broadcast_strides(shape: Sequence[int], tshape: Sequence[int], tstride: Sequ
     lead = len(shape) - len(tshape)
     return (0,) * lead + tuple(0 if n == 1 and shape[lead + d] != 1 else st
                                for d, (n, st) in enumerate(zip(tshape, tstride, strict=True)))
+
+
+def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The broadcast of ``shapes``; a mismatch names the sizes, the dim and the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        lead = ndim - len(s)
+        for i in range(ndim - 1, lead - 1, -1):  # from the right, like PyTorch's infer_size
+            n, cur = s[i - lead], out[i]
+            if n == cur or n == 1:
+                continue
+            if cur == 1:
+                out[i] = n
+                continue
+            raise RuntimeError(
+                f"The size of tensor a ({cur}) must match the size of tensor b ({n}) at "
+                f"non-singleton dimension {i} (broadcasting shapes "
+                + " and ".join(str(list(x)) for x in shapes) + ")")
+    return tuple(out)

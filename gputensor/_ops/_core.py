@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -10,14 +9,19 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._device import CPU, get_default_device, to_device
 from gputensor._device import device as Device
-from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
+from gputensor._device import get_default_device, to_device
+from gputensor._tensor import Tensor
 from gputensor.autograd.derivatives import Derivative
 from gputensor.autograd.derivatives import differentiable as differentiable_frontend
-from gputensor.kernels.registry import BACKENDS, OpDef, declare
-from gputensor.storage.allocator import driver_for
-from gputensor.storage.untyped import UntypedStorage
+
+# Allocation, kernel lookup and broadcasting live below the frontends (kernels use them too);
+# re-exported here for the frontends.
+from gputensor.kernels.allocation import empty as empty
+from gputensor.kernels.allocation import empty_cpu as empty_cpu
+from gputensor.kernels.allocation import kernel as kernel
+from gputensor.kernels.layout import broadcast_shapes as broadcast_shapes
+from gputensor.kernels.registry import OpDef, declare
 
 Number = int | float | complex | bool
 
@@ -49,57 +53,8 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
     return deco
 
 
-def kernel(t: Tensor, op_name: str) -> Callable:
-    """The kernel for ``op_name`` on the backend serving ``t``'s device and layout."""
-    return BACKENDS[t._storage.device.type, t.layout.name].kernel(op_name)
-
-
-# -- allocation ------------------------------------------------------------------------------
-def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
-    """A new contiguous CPU tensor around a fresh NumPy array (the hot path of every op)."""
-    arr = np.empty(shape, dtype.np_dtype)
-    storage = object.__new__(UntypedStorage)
-    storage._buf, storage.device, storage._version = arr, CPU, 0
-    t = object.__new__(Tensor)
-    t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
-    t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
-    t._np = t._np_buf = arr
-    return t
-
-
-def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
-    """A new contiguous tensor with uninitialised elements."""
-    if dev is CPU or dev.type == "cpu":
-        return empty_cpu(shape, dtype)
-    nbytes = math.prod(shape) * dtype.itemsize
-    buf = driver_for(dev.type).alloc(nbytes, dev.index)
-    return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),
-                        contiguous_strides(shape), 0)
-
-
 def resolve_device(device: Any) -> Device:
     return get_default_device() if device is None else to_device(device)
-
-
-# -- broadcasting ------------------------------------------------------------------------------
-def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
-    """The broadcast of ``shapes``; a mismatch names the sizes, the dim and the shapes."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for s in shapes:
-        lead = ndim - len(s)
-        for i in range(ndim - 1, lead - 1, -1):  # from the right, like PyTorch's infer_size
-            n, cur = s[i - lead], out[i]
-            if n == cur or n == 1:
-                continue
-            if cur == 1:
-                out[i] = n
-                continue
-            raise RuntimeError(
-                f"The size of tensor a ({cur}) must match the size of tensor b ({n}) at "
-                f"non-singleton dimension {i} (broadcasting shapes "
-                + " and ".join(str(list(x)) for x in shapes) + ")")
-    return tuple(out)
 
 
 # -- promotion -------------------------------------------------------------------------------

@@ -8,9 +8,10 @@ from gputensor import _dtype as D
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor
 from gputensor.autograd.inplace import apply_inplace, needs_graph
+from gputensor.kernels.allocation import strided_copy
 from gputensor.storage.copy_table import copy_storage
 
-from ._core import broadcast_shapes, empty, kernel, op
+from ._core import broadcast_shapes, empty, op
 
 
 @op("_to_copy", method=False, grad={"t": "g.to(t_device)"})
@@ -21,11 +22,6 @@ def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
     copy_storage(out.storage(), src.storage(), count=src.numel(), src_offset=src._offset)
     out._storage._version = 0
     return out
-
-
-def strided_copy(dst: Tensor, src: Tensor) -> None:
-    """Same-device copy into a (possibly strided) ``dst``, casting to its dtype."""
-    kernel(dst, "_copy")(dst, [src], (), dst._dtype)
 
 
 @op(method=True, grad={"input": "g"})

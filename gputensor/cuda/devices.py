@@ -150,6 +150,4 @@ def synchronize(device: Any = None) -> None:
 
 def runtime_name() -> str:
     """Which runtime serves "cuda": "emulator" or "cupy"."""
-    from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
-
-    return "emulator" if isinstance(_require(), EmulatorRuntime) else "cupy"
+    return _require().name

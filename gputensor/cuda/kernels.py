@@ -50,7 +50,13 @@ from typing import Any
 import numpy as np
 
 from gputensor.kernels.cuda import device as _kdevice
-from gputensor.kernels.cuda.runtime import NULL, DevicePtr
+from gputensor.kernels.cuda.runtime import (
+    BFLOAT16,
+    NULL,
+    POINTEE_DTYPES,
+    DevicePtr,
+    parse_kernels,
+)
 
 __all__ = ["CudaKernel", "CudaModule", "compile_kernel", "load_inline"]
 
@@ -59,57 +65,39 @@ _MAX_BLOCK = (1024, 1024, 64)
 _MAX_THREADS = 1024
 _MODULE_NAME = re.compile(r"[A-Za-z_][\w.-]*")
 
-# Pointee C types and the NumPy dtype of their elements (for the tensor/pointer dtype check).
+# Pointees any tensor may be passed to (raw bytes), and the CUDA vector types whose pairs of
+# reals also take a complex tensor.
 _BYTES = frozenset(("void", "char", "signed char", "unsigned char", "int8_t", "uint8_t"))
-_INTS = {
-    "int": "int32", "signed": "int32", "signed int": "int32", "int32_t": "int32",
-    "unsigned": "uint32", "unsigned int": "uint32", "uint32_t": "uint32",
-    "long": "int64", "long int": "int64", "long long": "int64", "long long int": "int64",
-    "int64_t": "int64", "ptrdiff_t": "int64", "ssize_t": "int64",
-    "unsigned long": "uint64", "unsigned long int": "uint64", "unsigned long long": "uint64",
-    "unsigned long long int": "uint64", "uint64_t": "uint64", "size_t": "uint64",
-    "short": "int16", "short int": "int16", "int16_t": "int16", "unsigned short": "uint16",
-    "unsigned short int": "uint16", "uint16_t": "uint16", "int2": "int32", "int4": "int32",
-    "uint2": "uint32", "uint4": "uint32",
-}
-_FLOATS = {"float": "float32", "float2": "float32", "float3": "float32", "float4": "float32",
-           "double": "float64", "double2": "float64", "__half": "float16", "half": "float16"}
 _VECTOR2 = frozenset(("float2", "double2"))
 
 
 def _pointee_ok(base: str, dt: Any) -> bool:
-    """Whether a tensor of gputensor dtype ``dt`` may be passed to a ``base*`` parameter."""
-    if base in _BYTES:
+    """Whether a tensor of gputensor dtype ``dt`` may be passed to a ``base*`` parameter:
+    integers by width (any signedness), floats and complex exactly (``float2``/``double2``
+    also take complex64/complex128), ``bool`` any 1-byte non-float dtype."""
+    want = POINTEE_DTYPES.get(base)
+    if base in _BYTES or want is None:  # raw bytes, or a user-defined type: the kernel's call
         return True
     npdt = dt.np_dtype
-    if base in ("bool",):
+    if want.kind == "b":
         return dt.itemsize == 1 and npdt.kind in "biu"
-    if base in ("__nv_bfloat16", "nv_bfloat16"):
-        return dt.name == "bfloat16"
-    if base in ("gt::complex<float>", "gt::complex<double>"):
-        return dt.name == ("complex64" if "float" in base else "complex128")
-    if base in _INTS:
-        want = np.dtype(_INTS[base])
+    if want.kind in "iu":
         return npdt.kind in "iu" and npdt.itemsize == want.itemsize
-    if base in _FLOATS:
-        want = np.dtype(_FLOATS[base])
-        if npdt == want and dt.name != "bfloat16":
-            return True
-        return base in _VECTOR2 and npdt.kind == "c" and npdt.itemsize == 2 * want.itemsize
-    return True  # a user-defined type: the kernel's business
+    if npdt == want:
+        return True
+    return base in _VECTOR2 and npdt.kind == "c" and npdt.itemsize == 2 * want.itemsize
 
 
 def _expected_dtypes(base: str) -> str:
-    if base in _INTS:
-        return f"an integer dtype of {np.dtype(_INTS[base]).itemsize} bytes"
-    if base in ("__nv_bfloat16", "nv_bfloat16"):
-        return "gputensor.bfloat16"
-    if base in _FLOATS:
-        name = {"float32": "float32", "float64": "float64", "float16": "float16"}[_FLOATS[base]]
-        extra = (" (or complex" + ("64" if name == "float32" else "128") + ")"
-                 if base in _VECTOR2 else "")
-        return f"gputensor.{name}{extra}"
-    return "the matching dtype"
+    want = POINTEE_DTYPES.get(base)
+    if want is None or want.kind == "b":
+        return "the matching dtype" if want is None else "a 1-byte bool or integer dtype"
+    if want.kind in "iu":
+        return f"an integer dtype of {want.itemsize} bytes"
+    name = "bfloat16" if want == BFLOAT16 else want.name
+    extra = (" (or complex" + ("64" if name == "float32" else "128") + ")"
+             if base in _VECTOR2 else "")
+    return f"gputensor.{name}{extra}"
 
 
 def _runtime() -> Any:
@@ -216,8 +204,6 @@ def _program(source: str, module_name: str, options: tuple[str, ...],
 
 
 def _parse(source: str) -> dict[str, tuple[Any, ...]]:
-    from gputensor.kernels.cuda.emulator.build import parse_kernels
-
     return parse_kernels(source)
 
 

@@ -275,7 +275,7 @@ def _is_emulator(dev: Any) -> bool:
         return False
     from gputensor.kernels.cuda.device import runtime
 
-    return type(runtime()).__name__ == "EmulatorRuntime"
+    return runtime().is_emulated
 
 
 def _synchronizer(dev: Any) -> Any:

@@ -73,17 +73,16 @@ class _EventTimer:
     event on it) and reads each pair's elapsed time. Events are created per pair: on an H200,
     ``cupy.cuda.Event()`` took 0.6 us against 1.1 us per record, so a pool would save little.
 
-    Runtime calls used (runtime.py's interface): ``create_event()`` (CuPy: ``cupy.cuda.Event()``,
-    timing enabled), ``event.record(stream)`` (enqueues the event on ``stream``),
-    ``event.synchronize()``, ``elapsed_time(start, end)`` (ms; both events must be complete);
-    plus ``cupy.cuda.get_current_stream()``, the stream CuPy queues a launch or copy made
-    without an explicit stream on (the one ``gt.cuda.stream(s)`` entered, else
-    ``Stream.null``).
+    Runtime calls used (runtime.py's interface, nothing else): ``create_event()`` (CuPy:
+    ``cupy.cuda.Event()``, timing enabled), ``event.record(stream)`` (enqueues the event on
+    ``stream``), ``event.synchronize()``, ``elapsed_time(start, end)`` (ms; both events must be
+    complete) and ``current_stream()``, the stream a launch or copy made without an explicit
+    stream is queued on (the one ``gt.cuda.stream(s)`` entered, else CuPy's null stream).
     """
 
     def __init__(self, rt: Any) -> None:
         self.rt = rt
-        self._current = rt.cp.cuda.get_current_stream
+        self._current = rt.current_stream
         self._last: dict[int, Any] = {}  # stream handle -> the last end event recorded on it
 
     def stream_now(self) -> Any:
@@ -135,9 +134,9 @@ def _event_timer(device: str) -> _EventTimer | None:
     from gputensor.kernels.cuda import device as cuda_device
 
     rt = cuda_device.active()
-    # CupyRuntime keeps the cupy module; the emulator runs every launch and copy before it
-    # returns, so the host time around it is its device time.
-    return None if getattr(rt, "cp", None) is None else _EventTimer(rt)
+    # A runtime that runs every launch and copy before it returns (the emulator): the host
+    # time around the call is its device time.
+    return None if rt is None or rt.synchronous_launches else _EventTimer(rt)
 
 
 class Recorder:

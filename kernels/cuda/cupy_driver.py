@@ -40,18 +40,20 @@ from typing import Any
 import numpy as np
 
 from . import binaries, nvrtc
-from .emulator.build import Param, parse_kernels
-from .emulator.launch import _SCALARS, scalar_value
 from .memstats import MemoryStats
 from .runtime import (
     NULL,
+    SCALAR_DTYPES,
     AllocationTable,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
+    Param,
     check_trans,
     gemm_extent,
     gemm_op_shape,
+    parse_kernels,
+    scalar_value,
 )
 
 
@@ -161,7 +163,7 @@ def _pointer_converter(kernel: str, p: Param) -> Callable[[Any], Any]:
 
 
 def _scalar_converter(kernel: str, p: Param) -> Callable[[Any], Any]:
-    dtype = _SCALARS.get(p.base)
+    dtype = SCALAR_DTYPES.get(p.base)
 
     def checked(a: Any) -> Any:
         return scalar_value(kernel, p, a)
@@ -329,6 +331,10 @@ class CupyRuntime:
     ``stream=None`` in a copy or launch means CuPy's current stream (the one ``gt.cuda.stream``
     entered, else the default stream), never the legacy stream behind it: a host read waits
     for exactly the work queued before it on the stream it belongs to."""
+
+    name = "cupy"
+    is_emulated = False
+    synchronous_launches = False  # launches and copies are queued; the GPU runs them later
 
     def __init__(self) -> None:
         self.cp = _import_cupy()

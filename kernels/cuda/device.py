@@ -29,7 +29,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor.storage.allocator import unavailable_message
 
-from .runtime import NULL, DevicePtr
+from .runtime import NULL, DevicePtr, parse_kernels
 
 HERE = Path(__file__).resolve().parent
 
@@ -131,7 +131,6 @@ class CudaSource:
         if code is None:
             SOURCES.append(self)
         else:
-            from .emulator import parse_kernels
             self.kernel_names = list(parse_kernels(code))
 
     def instantiate(self, name: str, params: str, call: str,

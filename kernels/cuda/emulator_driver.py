@@ -96,6 +96,10 @@ class EmulatorKernel:
 class EmulatorRuntime:
     """One emulated CUDA device (see runtime.py for the interface)."""
 
+    name = "emulator"
+    is_emulated = True
+    synchronous_launches = True  # every launch and copy has run when the call returns
+
     def __init__(self, memory_limit: int = DEFAULT_LIMIT) -> None:
         self.device_memory = int(memory_limit)  # what properties() reports as total memory
         self.memory_limit = int(memory_limit)   # what the pool may reserve (memory fraction)

@@ -125,14 +125,11 @@ def immediate() -> bool:
     forced = _state.forced
     if forced is not None:
         return forced == "immediate"
-    return _blocking_env() or _is_emulator(_device.active())
-
-
-def _is_emulator(rt: Any) -> bool:
-    """The emulator runs each launch to completion before returning: checking is free."""
-    from .emulator_driver import EmulatorRuntime
-
-    return isinstance(rt, EmulatorRuntime)
+    if _blocking_env():
+        return True
+    # A runtime that finishes each launch before returning (the emulator) checks for free.
+    rt = _device.active()
+    return rt is not None and rt.synchronous_launches
 
 
 def get_mode() -> str:

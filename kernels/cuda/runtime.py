@@ -32,14 +32,24 @@ BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dt
            strided-batched like cuBLAS, C_i = alpha * op(A_i) @ op(B_i) + beta * C_i with
            X_i at X + i * stride_x elements (a row-major ``out = x @ w`` is the column-major
            ``out^T = w^T @ x^T``: swap the operands); 16-bit floats accumulate in float32
+caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
+           has finished when the call returns: host time is device time, errors can be
+           checked at once)
+
+Both drivers, and user kernels (gputensor/cuda/kernels.py), read a kernel's signature the same
+way: ``parse_kernels`` lists a source's launchable kernels and their ``Param``s, and
+``scalar_value`` converts a scalar argument to its parameter's C type (``SCALAR_DTYPES``).
 """
 
 from __future__ import annotations
 
 import bisect
+import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 RUNTIME_METHODS = (
@@ -53,6 +63,7 @@ RUNTIME_METHODS = (
     "set_memory_fraction",
     "device_count", "properties", "gemm",
 )
+RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches")
 
 
 def work_done(raw: Any) -> bool:
@@ -65,8 +76,9 @@ def work_done(raw: Any) -> bool:
 
 
 def missing_methods(runtime: Any) -> list[str]:
-    """The interface methods ``runtime`` lacks (empty for a complete driver)."""
-    return [m for m in RUNTIME_METHODS if not callable(getattr(runtime, m, None))]
+    """The interface methods and attributes ``runtime`` lacks (empty for a complete driver)."""
+    return [m for m in RUNTIME_METHODS if not callable(getattr(runtime, m, None))] + \
+        [a for a in RUNTIME_ATTRIBUTES if not hasattr(runtime, a)]
 
 
 class DevicePtr(int):
@@ -95,6 +107,11 @@ NULL = DevicePtr(0)
 
 class OutOfMemoryError(RuntimeError):
     """A device allocation failed even after the cached blocks were released."""
+
+
+class CompileError(RuntimeError):
+    """A kernel source was rejected: by the compiler, or a kernel signature that cannot be
+    passed arguments (a reference or pointer-to-pointer parameter)."""
 
 
 @dataclass(frozen=True)
@@ -199,3 +216,119 @@ def apply_op(mat: Any, trans: str) -> Any:
     if t == "N":
         return mat
     return mat.T if t == "T" else mat.conj().T
+
+
+# ---- kernel signatures ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter as written in the source."""
+
+    name: str
+    ctype: str  # the declared type, qualifiers normalised: "const float*", "int"
+    base: str  # pointee (for pointers) or the scalar type, without cv-qualifiers
+    pointer: bool
+    const: bool  # pointee is const (pointers only)
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_KERNEL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
+    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{"
+)
+_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|volatile)\b")
+
+
+def _parse_param(text: str, kernel: str) -> Param:
+    text = " ".join(_QUALIFIERS.sub(" ", text).replace("*", " * ").replace("&", " & ").split())
+    m = re.fullmatch(r"(.*?)\s*([A-Za-z_]\w*)", text)
+    if not m or not m.group(1):
+        raise CompileError(f"kernel '{kernel}': cannot parse parameter '{text}'")
+    ctype, name = m.group(1), m.group(2)
+    if "&" in ctype:
+        raise CompileError(f"kernel '{kernel}': reference parameter '{name}' is not allowed")
+    pointer = "*" in ctype
+    if ctype.count("*") > 1:
+        raise CompileError(f"kernel '{kernel}': parameter '{name}' is a pointer to pointer")
+    pointee = ctype.split("*")[0] if pointer else ctype
+    const = bool(re.search(r"\bconst\b", pointee))
+    base = " ".join(w for w in pointee.split() if w != "const")
+    return Param(name, ctype.replace(" *", "*"), base, pointer, const and pointer)
+
+
+def parse_kernels(source: str) -> dict[str, tuple[Param, ...]]:
+    """Non-template ``__global__`` kernels in ``source`` and their parameter lists."""
+    code = _COMMENTS.sub(" ", source)
+    kernels: dict[str, tuple[Param, ...]] = {}
+    for m in _KERNEL.finditer(code):
+        before = code[: m.start()].rstrip()
+        before = re.sub(r'extern\s+"C"\s*$', "", before).rstrip()
+        if re.search(r"\btemplate\s*<[^;{}]*>$", before):  # needs explicit instantiation
+            continue
+        name, plist = m.group(1), m.group(2).strip()
+        items = [] if plist in ("", "void") else plist.split(",")
+        kernels[name] = tuple(_parse_param(p, name) for p in items)
+    return kernels
+
+
+# Scalar parameter C types and their NumPy dtypes.
+_INT_TYPES = {
+    ("int", "signed", "signed int", "int32_t"): "int32",
+    ("unsigned", "unsigned int", "uint32_t"): "uint32",
+    ("long", "long int", "long long", "long long int", "int64_t", "ptrdiff_t", "ssize_t",
+     "int64"): "int64",
+    ("unsigned long", "unsigned long int", "unsigned long long", "unsigned long long int",
+     "uint64_t", "size_t"): "uint64",
+    ("short", "short int", "int16_t"): "int16",
+    ("unsigned short", "unsigned short int", "uint16_t"): "uint16",
+    ("char", "signed char", "int8_t"): "int8",
+    ("unsigned char", "uint8_t"): "uint8",
+}
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+SCALAR_DTYPES: dict[str, np.dtype] = {
+    t: np.dtype(d) for names, d in _INT_TYPES.items() for t in names}
+SCALAR_DTYPES.update({"float": np.dtype("float32"), "double": np.dtype("float64"),
+                      "bool": np.dtype("bool"), "__half": np.dtype("float16"),
+                      "half": np.dtype("float16"), "__nv_bfloat16": BFLOAT16,
+                      "nv_bfloat16": BFLOAT16})
+# Pointer element types: the scalar table plus CUDA vector types (arrays of their element) and
+# complex.cuh's value type (interleaved (re, im), like NumPy's complex).
+POINTEE_DTYPES: dict[str, np.dtype] = dict(SCALAR_DTYPES)
+POINTEE_DTYPES.update({
+    "float2": np.dtype("float32"), "float3": np.dtype("float32"), "float4": np.dtype("float32"),
+    "double2": np.dtype("float64"), "int2": np.dtype("int32"), "int4": np.dtype("int32"),
+    "uint2": np.dtype("uint32"), "uint4": np.dtype("uint32"),
+    "gt::complex<float>": np.dtype("complex64"), "gt::complex<double>": np.dtype("complex128")})
+
+
+def scalar_value(kernel: str, p: Param, value: Any) -> np.generic:
+    """``value`` as a NumPy scalar of parameter ``p``'s C type, checked: an integer parameter
+    takes an integer that fits, a floating one a real number that does not overflow it.
+    16-bit float parameters come back as their uint16 bit pattern. Both drivers pass these to
+    kernels, so a Python float never lands in a ``float`` as a double."""
+    dtype = SCALAR_DTYPES.get(p.base)
+    where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
+    if dtype is None:
+        raise TypeError(f"{where}: scalar parameters of type '{p.base}' are not supported")
+    if isinstance(value, np.ndarray):
+        if value.ndim != 0:
+            raise TypeError(f"{where}: expected a scalar, got an array of shape {value.shape}")
+        value = value[()]
+    if dtype.kind in "iu" or dtype == np.bool_:
+        if isinstance(value, (float, np.floating)) or \
+                not isinstance(value, (int, np.integer, np.bool_)):
+            raise TypeError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
+        info = (0, 1) if dtype == np.bool_ else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        if not info[0] <= int(value) <= info[1]:
+            raise OverflowError(f"{where}: {int(value)} does not fit (range {info[0]}..{info[1]})")
+        return dtype.type(int(value))
+    if not isinstance(value, (int, float, np.integer, np.floating)) or \
+            isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{where}: expected a real number, got {type(value).__name__} {value!r}")
+    fval = float(value)
+    with np.errstate(over="ignore"):
+        narrowed = np.array(fval).astype(dtype)
+    if math.isfinite(fval) and not math.isfinite(float(narrowed)):
+        raise OverflowError(f"{where}: {fval!r} overflows {p.base}")
+    if dtype.itemsize == 2:  # __half / __nv_bfloat16: pass the bit pattern
+        return narrowed.view(np.uint16)[()]
+    return narrowed[()]

@@ -79,7 +79,10 @@ def test_mode_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     asks for synchronous checks; set_mode overrides both."""
     for name in errors.BLOCKING_ENVS:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(errors, "_is_emulator", lambda rt: False)  # as on CuPy
+    from gputensor.kernels.cuda import device
+
+    # an asynchronous runtime, as CuPy's
+    monkeypatch.setattr(type(device.active()), "synchronous_launches", False)
     assert errors.get_mode() == "deferred"
     for name in errors.BLOCKING_ENVS:
         monkeypatch.setenv(name, "1")

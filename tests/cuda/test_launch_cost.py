@@ -26,10 +26,8 @@ from gputensor import _dtype as D
 from gputensor.kernels.cuda import device, nvrtc
 from gputensor.kernels.cuda import elementwise as E
 from gputensor.kernels.cuda.emulator import compile_source
-from gputensor.kernels.cuda.emulator.build import Param
-from gputensor.kernels.cuda.emulator.launch import scalar_value
 from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
-from gputensor.kernels.cuda.runtime import DevicePtr
+from gputensor.kernels.cuda.runtime import DevicePtr, Param, scalar_value
 from gputensor.kernels.registry import BACKENDS, OPS
 
 from . import fake_cupy as _fake

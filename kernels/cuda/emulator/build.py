@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..runtime import CompileError, Param, parse_kernels
+
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "cuda_shim.h"
 RUNTIME = HERE / "runtime.cpp"
@@ -36,62 +38,6 @@ _OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os", "-Og")
 DEFAULT_OPT = "-O1"
 CXXFLAGS = ("-std=c++17", "-fPIC", "-fstack-clash-protection", "-fvisibility=hidden", "-w")
 LDFLAGS = ("-shared", "-Wl,-Bsymbolic")  # -Bsymbolic: kernel asserts reach our __assert_fail
-
-
-class CompileError(RuntimeError):
-    """g++ rejected a kernel source (the message holds the compiler output)."""
-
-
-@dataclass(frozen=True)
-class Param:
-    """One kernel parameter as written in the source."""
-
-    name: str
-    ctype: str  # the declared type, qualifiers normalised: "const float*", "int"
-    base: str  # pointee (for pointers) or the scalar type, without cv-qualifiers
-    pointer: bool
-    const: bool  # pointee is const (pointers only)
-
-
-# ---- source parsing ----------------------------------------------------------------------------
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_KERNEL = re.compile(
-    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
-    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\(([^)]*)\)\s*\{"
-)
-_QUALIFIERS = re.compile(r"\b(?:__restrict__|__restrict|restrict|volatile)\b")
-
-
-def _parse_param(text: str, kernel: str) -> Param:
-    text = " ".join(_QUALIFIERS.sub(" ", text).replace("*", " * ").replace("&", " & ").split())
-    m = re.fullmatch(r"(.*?)\s*([A-Za-z_]\w*)", text)
-    if not m or not m.group(1):
-        raise CompileError(f"kernel '{kernel}': cannot parse parameter '{text}'")
-    ctype, name = m.group(1), m.group(2)
-    if "&" in ctype:
-        raise CompileError(f"kernel '{kernel}': reference parameter '{name}' is not allowed")
-    pointer = "*" in ctype
-    if ctype.count("*") > 1:
-        raise CompileError(f"kernel '{kernel}': parameter '{name}' is a pointer to pointer")
-    pointee = ctype.split("*")[0] if pointer else ctype
-    const = bool(re.search(r"\bconst\b", pointee))
-    base = " ".join(w for w in pointee.split() if w != "const")
-    return Param(name, ctype.replace(" *", "*"), base, pointer, const and pointer)
-
-
-def parse_kernels(source: str) -> dict[str, tuple[Param, ...]]:
-    """Non-template ``__global__`` kernels in ``source`` and their parameter lists."""
-    code = _COMMENTS.sub(" ", source)
-    kernels: dict[str, tuple[Param, ...]] = {}
-    for m in _KERNEL.finditer(code):
-        before = code[: m.start()].rstrip()
-        before = re.sub(r'extern\s+"C"\s*$', "", before).rstrip()
-        if re.search(r"\btemplate\s*<[^;{}]*>$", before):  # needs explicit instantiation
-            continue
-        name, plist = m.group(1), m.group(2).strip()
-        items = [] if plist in ("", "void") else plist.split(",")
-        kernels[name] = tuple(_parse_param(p, name) for p in items)
-    return kernels
 
 
 # Per-module glue: the module's own static __shared__ section (an anchor object guarantees it

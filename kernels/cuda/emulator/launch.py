@@ -12,7 +12,6 @@ with a lock: the runtime drives all of a launch's fibers on the calling thread.
 from __future__ import annotations
 
 import ctypes
-import math
 import struct
 import threading
 from collections.abc import Sequence
@@ -20,15 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from ..runtime import BFLOAT16, POINTEE_DTYPES, SCALAR_DTYPES, Param, scalar_value
 from . import build as _build
-from .build import Built, Param
-
-try:  # bfloat16 arrays / scalars
-    import ml_dtypes
-
-    _BF16: np.dtype | None = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - ml_dtypes is a dependency
-    _BF16 = None
+from .build import Built
 
 DEFAULT_STACK_SIZE = 64 * 1024
 MAX_THREADS_PER_BLOCK = 1024
@@ -40,38 +33,6 @@ _REVERSE = 1
 class KernelError(RuntimeError):
     """A kernel failed while running (assert, __trap, deadlock, stack overflow)."""
 
-
-def _dt(name: str) -> np.dtype:
-    return np.dtype(name)
-
-
-# Scalar parameter types: (ctypes type, numpy dtype, kind) with kind "i" integer, "f" float,
-# "b" bool, "h" 16-bit float stored as bits.
-_INT_TYPES = {
-    ("int", "signed", "signed int", "int32_t"): "int32",
-    ("unsigned", "unsigned int", "uint32_t"): "uint32",
-    ("long", "long int", "long long", "long long int", "int64_t", "ptrdiff_t", "ssize_t",
-     "int64"): "int64",
-    ("unsigned long", "unsigned long int", "unsigned long long", "unsigned long long int",
-     "uint64_t", "size_t"): "uint64",
-    ("short", "short int", "int16_t"): "int16",
-    ("unsigned short", "unsigned short int", "uint16_t"): "uint16",
-    ("char", "signed char", "int8_t"): "int8",
-    ("unsigned char", "uint8_t"): "uint8",
-}
-_SCALARS: dict[str, np.dtype] = {t: _dt(d) for names, d in _INT_TYPES.items() for t in names}
-_SCALARS.update({"float": _dt("float32"), "double": _dt("float64"), "bool": _dt("bool"),
-                 "__half": _dt("float16"), "half": _dt("float16")})
-if _BF16 is not None:
-    _SCALARS["__nv_bfloat16"] = _SCALARS["nv_bfloat16"] = _BF16
-
-# Pointer element types: the scalar table plus CUDA vector types (arrays of their element).
-_POINTEES: dict[str, np.dtype] = dict(_SCALARS)
-_POINTEES.update({"float2": _dt("float32"), "float3": _dt("float32"), "float4": _dt("float32"),
-                  "double2": _dt("float64"), "int2": _dt("int32"), "int4": _dt("int32"),
-                  "uint2": _dt("uint32"), "uint4": _dt("uint32"),
-                  # kernels/cuda/complex.cuh's value type: interleaved (re, im) like NumPy's
-                  "gt::complex<float>": _dt("complex64"), "gt::complex<double>": _dt("complex128")})
 
 _launch_lock = threading.Lock()
 
@@ -88,40 +49,6 @@ def _dims(value: int | Sequence[int], what: str, kernel: str, limits: tuple[int,
         if not 1 <= d <= lim:
             raise ValueError(f"kernel '{kernel}': {what}[{axis}] = {d} is outside [1, {lim}]")
     return dims
-
-
-def scalar_value(kernel: str, p: Param, value: Any) -> np.generic:
-    """``value`` as a NumPy scalar of parameter ``p``'s C type, checked: an integer parameter
-    takes an integer that fits, a floating one a real number that does not overflow it.
-    16-bit float parameters come back as their uint16 bit pattern. The CuPy driver passes
-    these to real kernels too, so a Python float never lands in a ``float`` as a double."""
-    dtype = _SCALARS.get(p.base)
-    where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
-    if dtype is None:
-        raise TypeError(f"{where}: scalar parameters of type '{p.base}' are not supported")
-    if isinstance(value, np.ndarray):
-        if value.ndim != 0:
-            raise TypeError(f"{where}: expected a scalar, got an array of shape {value.shape}")
-        value = value[()]
-    if dtype.kind in "iu" or dtype == np.bool_:
-        if isinstance(value, (float, np.floating)) or \
-                not isinstance(value, (int, np.integer, np.bool_)):
-            raise TypeError(f"{where}: expected an integer, got {type(value).__name__} {value!r}")
-        info = (0, 1) if dtype == np.bool_ else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-        if not info[0] <= int(value) <= info[1]:
-            raise OverflowError(f"{where}: {int(value)} does not fit (range {info[0]}..{info[1]})")
-        return dtype.type(int(value))
-    if not isinstance(value, (int, float, np.integer, np.floating)) or \
-            isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{where}: expected a real number, got {type(value).__name__} {value!r}")
-    fval = float(value)
-    with np.errstate(over="ignore"):
-        narrowed = np.array(fval).astype(dtype)
-    if math.isfinite(fval) and not math.isfinite(float(narrowed)):
-        raise OverflowError(f"{where}: {fval!r} overflows {p.base}")
-    if dtype.itemsize == 2:  # __half / __nv_bfloat16: pass the bit pattern
-        return narrowed.view(np.uint16)[()]
-    return narrowed[()]
 
 
 # ---- packing a launch ------------------------------------------------------------------------
@@ -153,8 +80,8 @@ _NONE: frozenset = frozenset()
 def _fast_types(p: Param) -> frozenset:
     if p.pointer:
         return _FAST_POINTER
-    dtype = _SCALARS.get(p.base)
-    if dtype is None or dtype == _BF16:
+    dtype = SCALAR_DTYPES.get(p.base)
+    if dtype is None or dtype == BFLOAT16:
         return _NONE  # always checked by scalar_value (which converts or explains)
     if dtype == np.bool_:
         return _FAST_BOOL
@@ -164,11 +91,11 @@ def _fast_types(p: Param) -> frozenset:
 def _slot(p: Param, exact: bool) -> str:
     if p.pointer:
         return "Q"
-    dtype = _SCALARS.get(p.base)
+    dtype = SCALAR_DTYPES.get(p.base)
     if dtype is None:
         return "Q"  # never packed: scalar_value refuses the type first
     if dtype.itemsize == 2 and dtype.kind != "i" and dtype.kind != "u":  # __half, bfloat16
-        return _BITS16_SLOT if exact or dtype == _BF16 else _HALF_SLOT
+        return _BITS16_SLOT if exact or dtype == BFLOAT16 else _HALF_SLOT
     return _SLOT[dtype.name]
 
 
@@ -266,7 +193,7 @@ def _address(kernel: str, p: Param, value: Any) -> int:
     where = f"kernel '{kernel}', parameter '{p.name}' ({p.ctype})"
     if not isinstance(value, np.ndarray):
         raise TypeError(f"{where}: expected a NumPy array, got {type(value).__name__}")
-    expected = _POINTEES.get(p.base)
+    expected = POINTEE_DTYPES.get(p.base)
     if expected is not None and value.dtype != expected:
         raise TypeError(f"{where}: expected an array of {expected}, got {value.dtype}")
     if not value.flags.c_contiguous:

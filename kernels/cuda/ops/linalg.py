@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._ops._core import empty, kernel
 from gputensor._tensor import Tensor
 from gputensor.backends.cuda import matmul as _matmul_flags
+from gputensor.kernels.allocation import empty, kernel
 from gputensor.kernels.layout import broadcast_strides
 from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for

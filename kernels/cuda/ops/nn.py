@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._ops._core import empty
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA
 
 from .. import errors

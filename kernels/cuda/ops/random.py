@@ -100,7 +100,7 @@ SRC.instantiate("chain_emit_{k}", _CARGS + ", long long n, const long long* entr
 # ---- helpers ----------------------------------------------------------------------------------
 def _scratch(n: int, dt: D.dtype, dev: Any) -> Tensor:
     """A flat device work array (at least one element, so its pointer is never null)."""
-    from gputensor._ops._core import empty
+    from gputensor.kernels.allocation import empty
     return empty((max(int(n), 1),), dt, dev)
 
 
@@ -115,7 +115,7 @@ def _zeros_i64(n: int, dev: Any) -> Tensor:
 
 def _upload(arr: np.ndarray, dev: Any) -> Tensor:
     """A small host array (state, parameters) as a device tensor."""
-    from gputensor._ops._core import empty
+    from gputensor.kernels.allocation import empty
     arr = np.ascontiguousarray(arr)
     dt = {np.dtype(np.int64): D.int64, np.dtype(np.uint64): D.int64,
           np.dtype(np.float64): D.float64}[arr.dtype]
@@ -333,14 +333,14 @@ def _dense(out: Tensor) -> Tensor:
 
 
 def _scratch_like(out: Tensor) -> Tensor:
-    from gputensor._ops._core import empty
+    from gputensor.kernels.allocation import empty
     return empty(tuple(out._shape), out._dtype, out.device)
 
 
 def _commit(out: Tensor, dense: Tensor) -> None:
     """Copy the dense samples into a strided out (the frontend bumps the version once)."""
     if dense is not out:
-        from gputensor._ops.copying import strided_copy
+        from gputensor.kernels.allocation import strided_copy
         strided_copy(out, dense)
 
 
@@ -574,6 +574,6 @@ def multinomial(out: Tensor, gen: Any, probs: Tensor, num_samples: int,
                 _launch(f"multinomial_rank_{SHORT[p.dtype]}", rows * cats,
                         [pbase, rows, cats, rs, cs, expo, num_samples, idx])
     if idx is not dense:
-        from gputensor._ops.copying import strided_copy
+        from gputensor.kernels.allocation import strided_copy
         strided_copy(dense, idx.reshape(dense.shape))
     _commit(out, dense)

@@ -232,7 +232,7 @@ def _staged(t: Tensor | None, dt: D.dtype) -> Tensor | None:
     copied into ``t`` on the device afterwards."""
     if t is None or t._dtype is dt:
         return t
-    from gputensor._ops._core import empty
+    from gputensor.kernels.allocation import empty
 
     return empty(t._shape, dt, t.device)
 
@@ -257,7 +257,7 @@ def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
 
 def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: Tensor | None,
                    out2: Tensor | None, p: float, flag: int) -> None:
-    from gputensor._ops._core import empty
+    from gputensor.kernels.allocation import empty
 
     meta = constant_array(pl.meta)
     ws = None

@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor
-from gputensor.kernels.layout import broadcast_strides
+from gputensor.kernels.allocation import empty
+from gputensor.kernels.layout import broadcast_shapes, broadcast_strides
 from gputensor.kernels.registry import CUDA
 
 from .. import errors

@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._ops._core import broadcast_shapes, empty
 from gputensor._tensor import Tensor, contiguous_strides
-from gputensor.kernels.layout import broadcast_strides
+from gputensor.kernels.allocation import contiguous_copy, empty
+from gputensor.kernels.layout import broadcast_shapes, broadcast_strides
 from gputensor.kernels.registry import CUDA
 
 from .. import errors
@@ -201,7 +201,7 @@ def _fill_bits(value: Any, dt: D.dtype) -> int:
 def cat(out: Tensor, tensors: list[Tensor], dim: int) -> None:
     """Each input is copied into its slice of ``out``; inputs of another dtype are cast by the
     elementwise copy kernel on the way."""
-    from gputensor._ops.copying import strided_copy
+    from gputensor.kernels.allocation import strided_copy
 
     start = 0
     for t in tensors:
@@ -365,8 +365,7 @@ def index_select(out: Tensor, x: Tensor, dim: int, index: Tensor) -> None:
 def take(out: Tensor, x: Tensor, index: Tensor) -> None:
     """Flat take; indices lie in [-numel, numel) and negative ones count from the end."""
     if not x.is_contiguous():
-        from gputensor._ops.copying import clone
-        x = clone(x.detach())
+        x = contiguous_copy(x)
     index, idt = _index_dtype(index)
     oshape, ostride = _shape1(out)
     _, istride = _shape1(index)

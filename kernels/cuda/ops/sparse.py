@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._ops._core import empty
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA, SPARSE_CUDA
 
 from ..device import (

@@ -1,0 +1,58 @@
+"""What backend kernels allocate and copy with: a new contiguous tensor on a device (the one
+allocation path, which op frontends use too), a same-device strided copy through the backend's
+``_copy`` kernel, and the kernel lookup behind both. Kernels import these from here, never
+from the op frontends (``gputensor/_ops``), so the layers depend one way only."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from gputensor import _dtype as D
+from gputensor._device import CPU
+from gputensor._device import device as Device
+from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
+from gputensor.kernels.registry import BACKENDS
+from gputensor.storage.allocator import driver_for
+from gputensor.storage.untyped import UntypedStorage
+
+
+def kernel(t: Tensor, op_name: str) -> Callable:
+    """The kernel for ``op_name`` on the backend serving ``t``'s device and layout."""
+    return BACKENDS[t._storage.device.type, t.layout.name].kernel(op_name)
+
+
+def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
+    """A new contiguous CPU tensor around a fresh NumPy array (the hot path of every op)."""
+    arr = np.empty(shape, dtype.np_dtype)
+    storage = object.__new__(UntypedStorage)
+    storage._buf, storage.device, storage._version = arr, CPU, 0
+    t = object.__new__(Tensor)
+    t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
+    t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
+    t._np = t._np_buf = arr
+    return t
+
+
+def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
+    """A new contiguous tensor with uninitialised elements."""
+    if dev is CPU or dev.type == "cpu":
+        return empty_cpu(shape, dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    buf = driver_for(dev.type).alloc(nbytes, dev.index)
+    return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),
+                        contiguous_strides(shape), 0)
+
+
+def strided_copy(dst: Tensor, src: Tensor) -> None:
+    """Same-device copy into a (possibly strided) ``dst``, casting to its dtype."""
+    kernel(dst, "_copy")(dst, [src], (), dst._dtype)
+
+
+def contiguous_copy(x: Tensor) -> Tensor:
+    """A contiguous copy of ``x`` on its device (no autograd: kernels work below it)."""
+    out = empty(x._shape, x._dtype, x._storage.device)
+    strided_copy(out, x)
+    return out
