@@ -11,7 +11,7 @@ once per runtime on first use.
     SRC.instantiate("optim_adagrad_{s}",
                     "{T}* p, const {T}* g, {T}* sum, {T} c0, {T} c1, {T} c2, int neg, long long n",
                     "gtoptim::adagrad<{T}>(p, g, sum, c0, c1, c2, neg, n)",
-                    dtype_variants([D.float32, D.float64]))
+                    variants([D.float32, D.float64]))
     launch(SRC, "optim_adagrad_f32", grid_for(n), BLOCK, [p, g, s, c0, c1, c2, 0, n])
     # tensors pass as device pointers to their first element
 """
@@ -26,29 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from gputensor import _dtype as D
 from gputensor.storage.allocator import unavailable_message
 
 from .runtime import NULL, DevicePtr, parse_kernels
 
 HERE = Path(__file__).resolve().parent
-
-# C types and short names of the dtypes CUDA kernels handle (complex is not covered).
-CTYPES: dict[D.dtype, str] = {
-    D.bool: "bool", D.uint8: "unsigned char", D.int8: "signed char", D.int16: "short",
-    D.int32: "int", D.int64: "long long", D.float16: "__half", D.bfloat16: "__nv_bfloat16",
-    D.float32: "float", D.float64: "double",
-}
-SHORT: dict[D.dtype, str] = {
-    D.bool: "b", D.uint8: "u8", D.int8: "i8", D.int16: "i16", D.int32: "i32", D.int64: "i64",
-    D.float16: "f16", D.bfloat16: "bf16", D.float32: "f32", D.float64: "f64"}
-FLOAT_DTYPES = (D.float16, D.bfloat16, D.float32, D.float64)
-ALL_DTYPES = tuple(CTYPES)
-# The type a kernel accumulates a dtype in: float for 16-bit floats, 64 bits for integers.
-ACC_CTYPES: dict[D.dtype, str] = {
-    D.bool: "long long", D.uint8: "long long", D.int8: "long long", D.int16: "long long",
-    D.int32: "long long", D.int64: "long long", D.float16: "float", D.bfloat16: "float",
-    D.float32: "float", D.float64: "double"}
 
 # NVRTC options every CUDA-backend module compiles with (the emulator keeps -D/-I and adds
 # -fwrapv itself). -fmad=false: no FMA contraction, so results match the CPU backend's rounding.
@@ -57,22 +39,6 @@ ACC_CTYPES: dict[D.dtype, str] = {
 NVRTC_OPTIONS = ("--std=c++17", "-fmad=false", "-ftz=false", f"-I{HERE}")
 BLOCK = 256
 MAX_GRID = 1024  # grid-stride loops: a bounded grid covers any size
-
-
-def dtype_variants(dtypes: Iterable[D.dtype]) -> list[dict[str, str]]:
-    """Placeholder maps for ``CudaSource.instantiate``: ``{s}`` short name, ``{T}`` C type,
-    ``{A}`` accumulator C type."""
-    return [{"s": SHORT[d], "T": CTYPES[d], "A": ACC_CTYPES[d]} for d in dtypes]
-
-
-def check_dtype(dt: D.dtype, op_name: str, short: dict[D.dtype, str] = SHORT) -> str:
-    """The short name of ``dt`` for kernel names (from ``short``: a kernel family's dtype
-    table); a clear error for dtypes the family lacks."""
-    s = short.get(dt)
-    if s is None:
-        raise TypeError(f"'{op_name}' on CUDA does not support dtype {dt} (the CUDA kernels "
-                        f"cover {', '.join(str(d) for d in short)})")
-    return s
 
 
 # ---- the active runtime ---------------------------------------------------------------------

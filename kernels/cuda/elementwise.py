@@ -36,18 +36,13 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor.kernels.registry import OpDef
 
-from .device import CTYPES as REAL_CTYPES
 from .device import MAX_GRID as DEVICE_MAX_GRID
-from .device import SHORT as REAL_SHORT
+from .dtypes import CTYPES, REAL_DTYPES, SHORT
 
 MAX_DIMS = 25  # PyTorch's CUDA limit (OffsetCalculator); the kernel loops over meta[0] dims
 INPUT_NAMES = ("a", "b", "c")
 BLOCK = 128
 
-# The backend's dtype tables (device.py), plus complex: only the elementwise kernels cover it.
-CTYPES: dict[D.dtype, str] = {**REAL_CTYPES, D.complex64: "gt::complex<float>",
-                              D.complex128: "gt::complex<double>"}
-_SHORT = {**REAL_SHORT, D.complex64: "c64", D.complex128: "c128"}
 _COMPLEX_PART = {D.complex64: "float", D.complex128: "double"}
 _HALF = (D.float16, D.bfloat16)
 
@@ -196,10 +191,10 @@ class KernelSpec:
 
     @property
     def kernel_name(self) -> str:
-        tag = "_".join(_SHORT[d] if d is not None else "s" for d in self.inputs)
+        tag = "_".join(SHORT[d] if d is not None else "s" for d in self.inputs)
         digest = hashlib.sha1(repr((self.expr, self.params)).encode()).hexdigest()[:8]
         base = "".join(ch if ch.isalnum() else "_" for ch in self.op_name).strip("_")
-        return f"ew_{base}_{_SHORT[self.out]}_{_SHORT[self.compute]}_{tag}_{digest}"
+        return f"ew_{base}_{SHORT[self.out]}_{SHORT[self.compute]}_{tag}_{digest}"
 
 
 def compute_ctype(compute: D.dtype) -> str:
@@ -399,7 +394,7 @@ _FAST_PARAM: dict[D.dtype, tuple[str, float, float]] = {
     d: ("f", -float(np.finfo(np.float32 if d in _HALF else d.np_dtype).max),
         float(np.finfo(np.float32 if d in _HALF else d.np_dtype).max))
     if d.is_floating_point else ("i", int(np.iinfo(d.np_dtype).min), int(np.iinfo(d.np_dtype).max))
-    for d in REAL_CTYPES if d != D.bool}
+    for d in REAL_DTYPES if d != D.bool}
 
 
 def _scalar_param(value: Any, compute: D.dtype) -> Any:

@@ -37,14 +37,13 @@ from gputensor.kernels.registry import CUDA
 from .. import errors
 from ..device import (
     BLOCK,
-    CTYPES,
-    SHORT,
     CudaSource,
     DeviceArray,
     constant_array,
     grid_for,
     launch,
 )
+from ..dtypes import CTYPES, SHORT
 from .linalg import copy_into, gemm_into, materialize, zero_
 
 SOURCE = CudaSource("conv.cu")

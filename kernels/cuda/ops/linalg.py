@@ -40,7 +40,14 @@ from gputensor.kernels.layout import broadcast_strides
 from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for
 
-from ..device import CTYPES, SHORT, CudaSource, constant_array, grid_for, launch, runtime
+from ..device import (
+    CudaSource,
+    constant_array,
+    grid_for,
+    launch,
+    runtime,
+)
+from ..dtypes import CTYPES, SHORT
 from ..runtime import DevicePtr
 
 SOURCE = CudaSource("gemm.cu")

@@ -22,19 +22,15 @@ from gputensor.kernels.registry import CUDA
 
 from .. import errors
 from ..device import (
-    FLOAT_DTYPES,
     MAX_GRID,
-    SHORT,
     CudaSource,
-    check_dtype,
-    dtype_variants,
     grid_for,
     launch,
 )
-from .dtypes import short_name
+from ..dtypes import FLOAT_DTYPES, REAL_DTYPES, SHORT, short_name, variants
 
 SRC = CudaSource("nn.cu")
-_F = dtype_variants(FLOAT_DTYPES)
+_F = variants(FLOAT_DTYPES)
 _I64, _F64 = np.int64, np.float64
 
 SRC.instantiate(
@@ -136,7 +132,7 @@ def _acc(dt: D.dtype) -> D.dtype:
 
 
 def _float_kind(t: Tensor, op: str) -> str:
-    s = check_dtype(t._dtype, op)
+    s = short_name(t._dtype, op, REAL_DTYPES)
     if t._dtype not in FLOAT_DTYPES:
         raise TypeError(f"'{op}' on CUDA expects a floating point input, got {t._dtype}")
     return s

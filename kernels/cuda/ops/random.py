@@ -26,15 +26,12 @@ from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
 from ..device import (
-    ALL_DTYPES,
-    CTYPES,
-    FLOAT_DTYPES,
-    SHORT,
     CudaSource,
     grid_for,
     launch,
     runtime,
 )
+from ..dtypes import CTYPES, FLOAT_DTYPES, REAL_DTYPES, SHORT
 
 SRC = CudaSource("random.cu")
 BLOCK = 256
@@ -43,7 +40,7 @@ _U64 = (1 << 64) - 1
 
 _WORK = {D.float16: "float", D.bfloat16: "float", D.float32: "float", D.float64: "double"}
 _FLOATS = [{"s": SHORT[d], "T": CTYPES[d], "W": _WORK[d]} for d in FLOAT_DTYPES]
-_ALL = [{"s": SHORT[d], "T": CTYPES[d]} for d in ALL_DTYPES]
+_ALL = [{"s": SHORT[d], "T": CTYPES[d]} for d in REAL_DTYPES]
 _ST = "const unsigned long long* st"
 
 SRC.instantiate("uniform_{s}", "{T}* out, " + _ST + ", long long n, int mode, double low, "

@@ -28,16 +28,24 @@ from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.registry import CUDA
 
 from ..device import (
-    ALL_DTYPES,
     CONSTANTS_MAX,
-    FLOAT_DTYPES,
     MAX_GRID,
     CudaSource,
     constant_array,
     grid_for,
     launch,
 )
-from .dtypes import ACC_CTYPES, COMPLEX_DTYPES, CTYPES, INEXACT_DTYPES, SHORT, short_name
+from ..dtypes import (
+    ACC_CTYPES,
+    ALL_DTYPES,
+    COMPLEX_DTYPES,
+    CTYPES,
+    FLOAT_DTYPES,
+    INEXACT_DTYPES,
+    REAL_DTYPES,
+    SHORT,
+    short_name,
+)
 
 BLOCK = 256        # threads per block (P * T lanes in reduce.cu)
 ACC_BYTES = 32     # bytes reserved per accumulator (reduce.cu's kMaxAcc)
@@ -102,23 +110,22 @@ def _sum_op(kind: int) -> Callable[[str, str], str]:
     return lambda T, A: f"gtr::SumOp<{T}, {A}, {{O}}, {kind}>"
 
 
-_WITH_COMPLEX = (*ALL_DTYPES, *COMPLEX_DTYPES)
 REDUCTIONS.update({
-    "sum": Reduction(SUMS, _WITH_COMPLEX, _sum_op(0), _int_out),
+    "sum": Reduction(SUMS, ALL_DTYPES, _sum_op(0), _int_out),
     "nansum": Reduction(SUMS, FLOAT_DTYPES, _sum_op(1), _SAME),  # ints: "sum" (no NaNs)
-    "prod": Reduction(SUMS, _WITH_COMPLEX, _sum_op(2), _int_out),
+    "prod": Reduction(SUMS, ALL_DTYPES, _sum_op(2), _int_out),
     "mean": Reduction(SUMS, INEXACT_DTYPES, _sum_op(3), _SAME),
-    "amax": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 0>", _SAME),
-    "amin": Reduction(SELECTS, ALL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 1>", _SAME),
-    "all": Reduction(SELECTS, _WITH_COMPLEX,
+    "amax": Reduction(SELECTS, REAL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 0>", _SAME),
+    "amin": Reduction(SELECTS, REAL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 1>", _SAME),
+    "all": Reduction(SELECTS, ALL_DTYPES,
                      lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 2>", _logical_out),
-    "any": Reduction(SELECTS, _WITH_COMPLEX,
+    "any": Reduction(SELECTS, ALL_DTYPES,
                      lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 3>", _logical_out),
-    "count_nonzero": Reduction(SELECTS, _WITH_COMPLEX,
+    "count_nonzero": Reduction(SELECTS, ALL_DTYPES,
                                lambda T, A: f"gtr::SelectOp<{T}, long long, long long, 4>",
                                lambda d: D.int64),
-    "argmax": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", _SAME),
-    "argmin": Reduction(ARGS, ALL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", _SAME),
+    "argmax": Reduction(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", _SAME),
+    "argmin": Reduction(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", _SAME),
     "var": Reduction(MOMENTS, INEXACT_DTYPES, lambda T, A: f"gtr::VarOp<{T}, {{M}}, {{O}}>",
                      _real_out, lambda d: CTYPES[d]),
     "logsumexp": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::LogSumExpOp<{T}>", _SAME),
@@ -358,8 +365,8 @@ def _line_launch(ln: Lines) -> tuple[int, int, int]:
 
 
 def _declare_lines() -> None:
-    ints = [d for d in ALL_DTYPES if d not in FLOAT_DTYPES]
-    for d in _WITH_COMPLEX:
+    ints = [d for d in REAL_DTYPES if d not in FLOAT_DTYPES]
+    for d in ALL_DTYPES:
         w = "gt::complex<double>" if d in COMPLEX_DTYPES else "double"
         v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[_int_out(d)],
              "W": "long long" if d in ints else w}

@@ -49,7 +49,7 @@ from ..device import (
     grid_for,
     launch,
 )
-from .dtypes import ACC_CTYPES, ALL_DTYPES, COMPLEX_DTYPES, short_name, variants
+from ..dtypes import ACC_CTYPES, ALL_DTYPES, COMPLEX_DTYPES, short_name, variants
 
 SOURCE = CudaSource("scatter.cu")
 

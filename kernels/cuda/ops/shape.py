@@ -37,12 +37,12 @@ from ..device import (
     BLOCK,
     CudaSource,
     DeviceArray,
-    check_dtype,
     constant_array,
     grid_for,
     launch,
     read_back,
 )
+from ..dtypes import REAL_DTYPES, short_name
 from ..runtime import DevicePtr
 
 SOURCE = CudaSource("shape.cu")
@@ -103,7 +103,7 @@ def _word(dt: D.dtype, op_name: str) -> tuple[str, Any, int]:
     if dt is D.complex128:
         return "w8", np.uint64, 2
     if dt is not D.complex64:
-        check_dtype(dt, op_name)
+        short_name(dt, op_name, REAL_DTYPES)
     w, _, np_word = _WORDS[dt.itemsize]
     return w, np_word, 1
 

@@ -23,18 +23,15 @@ from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA
 
 from ..device import (
-    ALL_DTYPES,
-    FLOAT_DTYPES,
     CudaSource,
     DeviceArray,
-    check_dtype,
     constant_array,
-    dtype_variants,
     grid_for,
     launch,
     ptr,
     read_back,
 )
+from ..dtypes import FLOAT_DTYPES, REAL_DTYPES, short_name, variants
 
 SRC = CudaSource("sort.cu")
 BLOCK = 256
@@ -46,7 +43,7 @@ INT_DTYPES = (D.uint8, D.int8, D.int16, D.int32, D.int64)
 # Raw element words: values are copied bit for bit (complex128 as two 8-byte words).
 WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
 _WV = [{"w": str(k), "W": v} for k, v in WORDS.items()]
-_ALL = dtype_variants(ALL_DTYPES)
+_ALL = variants(REAL_DTYPES)
 _U64 = "unsigned long long"
 
 
@@ -81,7 +78,7 @@ def _declare() -> None:
           for o, ot in (("i32", "int"), ("i64", "long long"))])
     inst("bincount_count_{s}", f"const {{T}}* x, const long long* xmeta, long long n, "
          f"long long bins, {_U64}* out", "gt_bincount_count<{T}>(x, xmeta, n, bins, out)",
-         dtype_variants(INT_DTYPES))
+         variants(INT_DTYPES))
     inst("bincount_weighted_{s}_{o}", f"const {_U64}* keys, const int* idx, long long n, "
          f"const {{T}}* w, const long long* wmeta, long long bins, {_U64} flip, {{O}}* out",
          "gt_bincount_weighted<{T}, {O}>(keys, idx, n, w, wmeta, bins, flip, out)",
@@ -89,9 +86,9 @@ def _declare() -> None:
     inst("histc_count_{s}", f"const {{T}}* x, const long long* xmeta, long long n, "
          f"long long bins, double lo, double hi, {_U64}* counts",
          "gt_histc_count<{T}, {A}>(x, xmeta, n, bins, lo, hi, counts)",
-         dtype_variants(FLOAT_DTYPES))
+         variants(FLOAT_DTYPES))
     inst("counts_store_{s}", f"const {_U64}* counts, long long n, {{T}}* out",
-         "gt_counts_store<{T}>(counts, n, out)", dtype_variants(FLOAT_DTYPES))
+         "gt_counts_store<{T}>(counts, n, out)", variants(FLOAT_DTYPES))
 
 
     # dtype-independent kernels: one wrapper each
@@ -181,9 +178,7 @@ def _words(dt: D.dtype) -> tuple[str, int]:
 
 
 def _short(dt: D.dtype, op_name: str) -> str:
-    if dt.is_complex:
-        raise TypeError(f"'{op_name}' on CUDA does not support dtype {dt}")
-    return check_dtype(dt, op_name)
+    return short_name(dt, op_name, REAL_DTYPES)
 
 
 def _read_int(t: Tensor) -> int:
@@ -344,7 +339,7 @@ def _flag_kernel(dt: D.dtype) -> tuple[str, int]:
         return "nonzero_flags_f32", 2
     if dt is D.complex128:
         return "nonzero_flags_f64", 2
-    return f"nonzero_flags_{check_dtype(dt, 'nonzero')}", 1
+    return f"nonzero_flags_{_short(dt, 'nonzero')}", 1
 
 
 @CUDA.register("nonzero")
@@ -422,7 +417,7 @@ def bincount(out: Tensor, x: Tensor, weights: Tensor | None) -> None:
     if weights is None:
         launch(SRC, "zero_u64", grid_for(bins), BLOCK, [out, _i64(bins)])
         if n:
-            launch(SRC, f"bincount_count_{check_dtype(x.dtype, 'bincount')}", grid_for(n),
+            launch(SRC, f"bincount_count_{_short(x.dtype, 'bincount')}", grid_for(n),
                    BLOCK, [x, _meta(x), _i64(n), _i64(bins), out])
         return
     # Weighted: stable sort by bin, then each bin sums its weights in index order (exact match
@@ -441,7 +436,7 @@ def bincount(out: Tensor, x: Tensor, weights: Tensor | None) -> None:
 def histc(out: Tensor, x: Tensor, bins: int, lo: float, hi: float) -> None:
     """Bin b holds lo + b*w <= v < lo + (b+1)*w (v == hi goes to the last bin), computed in the
     input's precision like PyTorch; values outside [lo, hi] and NaN are ignored."""
-    s = check_dtype(x.dtype, "histc")
+    s = _short(x.dtype, "histc")
     n, dev = x.numel(), x.device
     counts = _scratch(bins, D.int64, dev)
     launch(SRC, "zero_u64", grid_for(bins), BLOCK, [counts, _i64(bins)])
@@ -449,7 +444,7 @@ def histc(out: Tensor, x: Tensor, bins: int, lo: float, hi: float) -> None:
         launch(SRC, f"histc_count_{s}", grid_for(n), BLOCK,
                [x, _meta(x), _i64(n), _i64(bins), np.float64(lo), np.float64(hi), counts])
     target = out if out.is_contiguous() else empty((bins,), out.dtype, dev)
-    launch(SRC, f"counts_store_{check_dtype(out.dtype, 'histc')}", grid_for(bins), BLOCK,
+    launch(SRC, f"counts_store_{_short(out.dtype, 'histc')}", grid_for(bins), BLOCK,
            [counts, _i64(bins), target])
     if target is not out:
         out.copy_(target)

@@ -27,16 +27,13 @@ from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA, SPARSE_CUDA
 
 from ..device import (
-    ALL_DTYPES,
     BLOCK,
-    FLOAT_DTYPES,
     CudaSource,
-    check_dtype,
     constant_array,
-    dtype_variants,
     grid_for,
     launch,
 )
+from ..dtypes import FLOAT_DTYPES, REAL_DTYPES, short_name, variants
 from .sort import _row_sort, _scan
 
 SRC = CudaSource("sparse.cu")
@@ -49,8 +46,8 @@ def _declare() -> None:
     inst("sp_coalesce_values_{s}", f"const {{T}}* values, {_LL} F, const {_LL}* perm, "
          f"const {_LL}* first, {_LL} groups, {{T}}* out",
          "gtsp::coalesce_values<{T}, {A}>(values, F, perm, first, groups, out)",
-         dtype_variants(ALL_DTYPES))
-    floats = dtype_variants(FLOAT_DTYPES)
+         variants(REAL_DTYPES))
+    floats = variants(FLOAT_DTYPES)
     inst("sp_spmm_{s}", f"{{T}}* out, const {_LL}* rowptr, const {_LL}* cols, "
          f"const {{T}}* values, const {{T}}* dense, {{A}} alpha, {{A}} beta, {_LL} M, {_LL} N, "
          "int G", "gtsp::spmm<{T}, {A}>(out, rowptr, cols, values, dense, alpha, beta, M, N, G)",
@@ -118,7 +115,7 @@ def _warp_grid(units: int, per_warp: int = 1) -> int:
 def _check(op: str, dtype: D.dtype, allowed: Sequence[D.dtype], *tensors: Tensor) -> str:
     """The kernel suffix for ``dtype``; clear errors for unsupported dtypes, non-CUDA or
     non-contiguous tensors (the frontends guarantee both; a direct call may not)."""
-    s = check_dtype(dtype, op)
+    s = short_name(dtype, op, REAL_DTYPES)
     if dtype not in allowed:
         raise TypeError(f"'{op}' on CUDA does not support dtype {dtype} (supported: "
                         f"{', '.join(str(d) for d in allowed)})")
@@ -172,7 +169,7 @@ def _coalesce(indices: Tensor, values: Tensor, size: Sequence[int]) -> tuple[Ten
     their value rows in input order; explicit zeros stay."""
     op = "_coalesce"
     _check_index(op, "indices", indices, 2)
-    s = _check(op, values.dtype, ALL_DTYPES, indices, values)
+    s = _check(op, values.dtype, REAL_DTYPES, indices, values)
     S, nnz = indices.shape
     size = tuple(int(n) for n in size)
     if values.dim() < 1 or values.shape[0] != nnz or len(size) != S + values.dim() - 1:
