@@ -61,6 +61,11 @@ class OpDef:
 
 OPS: dict[str, OpDef] = {}
 
+# Tensor methods and properties that are not ops of their own (hand-written in-place forms,
+# properties like ``T``, the indexing protocol): Tensor attribute name -> function or property.
+# gputensor/_ops/__init__.py installs these and every op's methods, the one place that does.
+TENSOR_METHODS: dict[str, Any] = {}
+
 
 def declare(op: OpDef) -> OpDef:
     if op.name in OPS:

@@ -1,6 +1,8 @@
 """The op namespace: imports every op declaration, then installs Tensor methods and operators.
 
-Each module declares its ops into the registry (gputensor.kernels.registry.OPS); nothing here
+Each module declares its ops into the registry (gputensor.kernels.registry.OPS) and the few
+Tensor methods that are not ops (``tensor_method``: hand-written in-place forms, properties,
+indexing) into ``TENSOR_METHODS``; this is the one place that sets them on Tensor. Nothing here
 names individual ops except the Python operator protocol, which maps dunder methods to ops.
 """
 
@@ -9,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputensor._tensor import Tensor
-from gputensor.kernels.registry import OPS
+from gputensor.kernels.registry import OPS, TENSOR_METHODS
 
 from . import (  # noqa: F401  (imported for their declarations)
     composite,
@@ -28,6 +30,10 @@ from . import (  # noqa: F401  (imported for their declarations)
 
 
 def _install_methods() -> None:
+    # Methods that are not ops first: an op's method does not replace one of them (nor one
+    # that _tensor.py defines).
+    for name, method in TENSOR_METHODS.items():
+        setattr(Tensor, name, method)
     for op in OPS.values():
         if op.name.startswith("_"):
             continue

@@ -21,7 +21,7 @@ from gputensor.kernels.allocation import empty as empty
 from gputensor.kernels.allocation import empty_cpu as empty_cpu
 from gputensor.kernels.allocation import kernel as kernel
 from gputensor.kernels.layout import broadcast_shapes as broadcast_shapes
-from gputensor.kernels.registry import OpDef, declare
+from gputensor.kernels.registry import TENSOR_METHODS, OpDef, declare
 
 Number = int | float | complex | bool
 
@@ -50,6 +50,19 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
             opdef.cost = cost
         declare(opdef)
         return frontend
+    return deco
+
+
+def tensor_method(*names: str, prop: bool = False) -> Callable:
+    """Declare the decorated function as ``Tensor.<name>`` for each of ``names`` (default: its
+    own name), or as a read-only property with ``prop=True``, for methods that are not ops of
+    their own. The op namespace installs them with the ops' methods."""
+    def deco(fn: Callable) -> Callable:
+        for n in names or (fn.__name__,):
+            if n in TENSOR_METHODS:
+                raise RuntimeError(f"Tensor.{n} is declared twice")
+            TENSOR_METHODS[n] = property(fn) if prop else fn
+        return fn
     return deco
 
 

@@ -9,7 +9,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import OPS
 
-from ._core import kernel, op, result_type
+from ._core import kernel, op, result_type, tensor_method
 
 _DIV_MODES = {None: "true_divide", "trunc": "_div_trunc", "floor": "_div_floor"}
 
@@ -29,6 +29,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,
     return _div_op(rounding_mode).frontend(input, other, out=out)
 
 
+@tensor_method("div_", "divide_")
 def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
     return _div_op(rounding_mode).extra["inplace_fn"](self, other)
 
@@ -56,6 +57,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *, out: Tensor | None
     return OPS["_clamp"].frontend(input, lo, hi, out=out)
 
 
+@tensor_method("clamp_", "clip_")
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     lo, hi = _clamp_bounds(self, min, max)
     return OPS["_clamp"].extra["inplace_fn"](self, lo, hi)
@@ -66,6 +68,7 @@ def clamp_min(input: Tensor, min: Any) -> Tensor:
     return clamp(input, min=min)
 
 
+@tensor_method()
 def clamp_min_(self: Tensor, min: Any) -> Tensor:
     return clamp_(self, min=min)
 
@@ -75,6 +78,7 @@ def clamp_max(input: Tensor, max: Any) -> Tensor:
     return clamp(input, max=max)
 
 
+@tensor_method()
 def clamp_max_(self: Tensor, max: Any) -> Tensor:
     return clamp_(self, max=max)
 
@@ -100,6 +104,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,
     return OPS["_where"].frontend(condition, input, other, out=out)
 
 
+@tensor_method("where")
 def _where_method(self: Tensor, condition: Tensor, other: Any) -> Tensor:
     """x.where(condition, y) is where(condition, x, y): the method's self is the input."""
     return where(condition, self, other)
@@ -121,6 +126,7 @@ def float_power(input: Any, exponent: Any, *, out: Tensor | None = None) -> Tens
     return OPS["pow"].frontend(a, b, out=out)
 
 
+@tensor_method()
 def float_power_(self: Tensor, exponent: Any) -> Tensor:
     dt = _float_power_dtype(self, exponent)
     if self.dtype is not dt:
@@ -138,6 +144,7 @@ def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return OPS["_square"].frontend(input, out=out)
 
 
+@tensor_method()
 def square_(self: Tensor) -> Tensor:
     if self.dtype is D.bool:
         raise RuntimeError("result type Long can't be cast to the desired output type Bool")
@@ -163,11 +170,13 @@ def lerp(input: Tensor, end: Tensor, weight: Any, *, out: Tensor | None = None) 
     return OPS["_lerp"].frontend(input, end, weight, out=out)
 
 
+@tensor_method()
 def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
     _check_lerp(self, end, weight)
     return OPS["_lerp"].extra["inplace_fn"](self, end, weight)
 
 
+@tensor_method()
 def fill_(self: Tensor, value: Any) -> Tensor:
     if isinstance(value, Tensor):
         if value.dim() != 0:
@@ -179,6 +188,7 @@ def fill_(self: Tensor, value: Any) -> Tensor:
     return self
 
 
+@tensor_method()
 def zero_(self: Tensor) -> Tensor:
     return fill_(self, 0)
 
@@ -213,17 +223,3 @@ def equal(input: Tensor, other: Tensor) -> bool:
     if input.shape != other.shape:
         return False
     return bool(OPS["eq"].frontend(input, other).all().item())
-
-
-Tensor.div_ = div_
-Tensor.divide_ = div_
-Tensor.where = _where_method
-Tensor.clamp_ = clamp_
-Tensor.clip_ = clamp_
-Tensor.clamp_min_ = clamp_min_
-Tensor.clamp_max_ = clamp_max_
-Tensor.float_power_ = float_power_
-Tensor.square_ = square_
-Tensor.lerp_ = lerp_
-Tensor.fill_ = fill_
-Tensor.zero_ = zero_

@@ -11,7 +11,7 @@ from gputensor.autograd.inplace import apply_inplace, needs_graph
 from gputensor.kernels.allocation import strided_copy
 from gputensor.storage.copy_table import copy_storage
 
-from ._core import broadcast_shapes, empty, op
+from ._core import broadcast_shapes, empty, op, tensor_method
 
 
 @op("_to_copy", method=False, grad={"t": "g.to(t_device)"})
@@ -32,10 +32,12 @@ def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     return out
 
 
+@tensor_method()
 def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
     return self if self.is_contiguous() else clone(self)
 
 
+@tensor_method()
 def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     """Copy ``src`` (broadcast to this shape) into this tensor, across devices and dtypes."""
     if not isinstance(src, Tensor):
@@ -52,7 +54,3 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     strided_copy(self, src)
     self._storage._version += 1
     return self
-
-
-Tensor.contiguous = contiguous
-Tensor.copy_ = copy_

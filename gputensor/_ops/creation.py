@@ -14,7 +14,7 @@ from gputensor._tensor import Tensor, parse_size
 from gputensor.storage.untyped import UntypedStorage
 
 from ._core import empty as alloc
-from ._core import op, resolve_device
+from ._core import op, resolve_device, tensor_method
 from .copying import convert
 
 
@@ -261,7 +261,7 @@ def _new_factory(name: str, make: Any) -> None:
         dev = self.device if device is None else device
         return make(*args, dtype=dt, device=dev, requires_grad=requires_grad, **kwargs)
     method.__name__ = method.__qualname__ = name
-    setattr(Tensor, name, method)
+    tensor_method(name)(method)
 
 
 for _name, _make in (("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty),

@@ -10,7 +10,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
-from ._core import broadcast_shapes, kernel, op
+from ._core import broadcast_shapes, kernel, op, tensor_method
 from .shape import _minmax
 
 
@@ -145,6 +145,7 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
     return adv
 
 
+@tensor_method("__getitem__")
 @op("__getitem__", function=False, grad={"self": "_index_backward(g, self_shape, index)"})
 def getitem(self: Tensor, index: Any) -> Tensor:
     if isinstance(index, int) and not isinstance(index, bool) and self.dim():
@@ -156,6 +157,7 @@ def getitem(self: Tensor, index: Any) -> Tensor:
     return kernel(base, "_index")(base, _check_bounds(base, adv))
 
 
+@tensor_method("__setitem__")
 def setitem(self: Tensor, index: Any, value: Any) -> None:
     if needs_graph(self, (value,), {}):
         apply_inplace(self, lambda: _setitem_functional(self, index, value))
@@ -246,7 +248,3 @@ def _add_along(base: Tensor, d: int, index: Tensor, grad: Tensor) -> None:
         flat = flat + (flat < 0).to(flat.dtype) * size
     g = grad.reshape(base._shape[:d] + (flat.numel(),) + base._shape[d + 1:])
     kernel(base, "index_add")(base, d, flat, g, 1)
-
-
-Tensor.__getitem__ = getitem
-Tensor.__setitem__ = setitem

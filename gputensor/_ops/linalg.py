@@ -33,7 +33,7 @@ from gputensor.autograd.formulas import cj, into_zeros, sum_to
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 from gputensor.kernels.registry import OPS, memory_cost
 
-from ._core import check_out, empty, kernel, op
+from ._core import check_out, empty, kernel, op, tensor_method
 from .composite import conj
 from .copying import copy_
 from .views import expand, permute, reshape, unsqueeze
@@ -253,6 +253,7 @@ def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: An
     return _add_product("addmm", input, mat1, mat2, shape, beta, alpha, out)
 
 
+@tensor_method()
 def addmm_(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1,
            alpha: Any = 1) -> Tensor:
     _check_addmm(self, mat1, mat2, "addmm_")
@@ -389,6 +390,7 @@ def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alp
     return _add_product("baddbmm", input, batch1, batch2, shape, beta, alpha, out)
 
 
+@tensor_method()
 def baddbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
              alpha: Any = 1) -> Tensor:
     _check_baddbmm(self, batch1, batch2, "baddbmm_")
@@ -445,6 +447,7 @@ def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alph
     return _add_product("addbmm", input, a, b, shape, beta, alpha, out)
 
 
+@tensor_method()
 def addbmm_(self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1,
             alpha: Any = 1) -> Tensor:
     _check_addbmm(self, batch1, batch2, "addbmm_")
@@ -514,6 +517,7 @@ def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any 
     return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), c, beta, alpha, bump=out is not None)
 
 
+@tensor_method()
 def addmv_(self: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
     c, beta, alpha = _addmv_prepare(self, mat, vec, beta, alpha, "addmv_")
     n = mat._shape[0]
@@ -1116,10 +1120,6 @@ def _einsum_grad(g: Tensor, equation: str, operands: list[Tensor]) -> list[Tenso
     return grads
 
 
-Tensor.addmm_ = addmm_
-Tensor.addmv_ = addmv_
-Tensor.baddbmm_ = baddbmm_
-Tensor.addbmm_ = addbmm_
 
 
 # -- sparse operands ---------------------------------------------------------------------------

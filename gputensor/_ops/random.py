@@ -20,7 +20,7 @@ from gputensor._random import Generator, default_generator_for
 from gputensor._tensor import Tensor, parse_size
 from gputensor.kernels.registry import BACKENDS
 
-from ._core import broadcast_shapes, common_device, empty, kernel, op, resolve_device
+from ._core import broadcast_shapes, common_device, empty, kernel, op, resolve_device, tensor_method
 from .copying import convert
 
 _UNSET = object()  # tells random_(from, None) apart from random_(from)
@@ -483,6 +483,7 @@ def _pop_from(kwargs: dict, default: Any, fn: str) -> Any:
     return value
 
 
+@tensor_method()
 def uniform_(self: Tensor, from_: Any = 0.0, to: Any = 1.0, *,
              generator: Generator | None = None, **kwargs: Any) -> Tensor:
     """Fill with samples uniform on [from, to)."""
@@ -498,6 +499,7 @@ def uniform_(self: Tensor, from_: Any = 0.0, to: Any = 1.0, *,
     return _sample_into(self, "uniform_", _generator(generator, self.device), low, high)
 
 
+@tensor_method()
 def normal_(self: Tensor, mean: Any = 0.0, std: Any = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill with normal samples (complex: each part has variance std**2 / 2)."""
@@ -510,6 +512,7 @@ def normal_(self: Tensor, mean: Any = 0.0, std: Any = 1.0, *,
     return _sample_into(self, "normal_", _generator(generator, self.device), mean, std)
 
 
+@tensor_method()
 def random_(self: Tensor, *args: Any, to: Any = _UNSET, generator: Generator | None = None,
             **kwargs: Any) -> Tensor:
     """random_(), random_(to) or random_(from, to): integers uniform on [from, to); ``to``
@@ -531,6 +534,7 @@ def random_(self: Tensor, *args: Any, to: Any = _UNSET, generator: Generator | N
     return _sample_into(self, "random_", _generator(generator, self.device), low, high)
 
 
+@tensor_method()
 def exponential_(self: Tensor, lambd: Any = 1.0, *,
                  generator: Generator | None = None) -> Tensor:
     """Fill with samples of density lambd * exp(-lambd * x)."""
@@ -543,6 +547,7 @@ def exponential_(self: Tensor, lambd: Any = 1.0, *,
     return _sample_into(self, "exponential_", _generator(generator, self.device), lambd)
 
 
+@tensor_method()
 def cauchy_(self: Tensor, median: Any = 0.0, sigma: Any = 1.0, *,
             generator: Generator | None = None) -> Tensor:
     """Fill with Cauchy samples: median + sigma * tan(pi * (U - 1/2))."""
@@ -554,6 +559,7 @@ def cauchy_(self: Tensor, median: Any = 0.0, sigma: Any = 1.0, *,
     return _sample_into(self, "cauchy_", _generator(generator, self.device), median, sigma)
 
 
+@tensor_method()
 def log_normal_(self: Tensor, mean: Any = 1.0, std: Any = 2.0, *,
                 generator: Generator | None = None) -> Tensor:
     """Fill with exp(N(mean, std**2)) samples."""
@@ -565,6 +571,7 @@ def log_normal_(self: Tensor, mean: Any = 1.0, std: Any = 2.0, *,
     return _sample_into(self, "log_normal_", _generator(generator, self.device), mean, std)
 
 
+@tensor_method()
 def geometric_(self: Tensor, p: Any, *, generator: Generator | None = None) -> Tensor:
     """Fill with the number of Bernoulli(p) trials up to the first success (1, 2, ...)."""
     p = _as_number(p, "p", "geometric_")
@@ -573,12 +580,3 @@ def geometric_(self: Tensor, p: Any, *, generator: Generator | None = None) -> T
     if not 0.0 < p < 1.0:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
     return _sample_into(self, "geometric_", _generator(generator, self.device), p)
-
-
-Tensor.uniform_ = uniform_
-Tensor.normal_ = normal_
-Tensor.random_ = random_
-Tensor.exponential_ = exponential_
-Tensor.cauchy_ = cauchy_
-Tensor.log_normal_ = log_normal_
-Tensor.geometric_ = geometric_

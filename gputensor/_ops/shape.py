@@ -22,7 +22,7 @@ from gputensor._tensor import Tensor, normalize_dim, parse_size
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
-from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op
+from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op, tensor_method
 from .copying import clone, strided_copy
 from .reduction import aminmax, count_nonzero
 from .views import diagonal as diagonal_view
@@ -1234,6 +1234,7 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 
 
 # == repeats =====================================================================================
+@tensor_method()
 @op(function=False, grad={"self": "_repeat_backward(g, self_shape, sizes)"})
 def repeat(self: Tensor, *sizes: Any) -> Tensor:
     """Tensor.repeat: tile the tensor ``sizes[i]`` times along each dim (new dims lead)."""
@@ -1671,6 +1672,3 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
     result = _alloc(out, (bins,), input.dtype, input.device, "histc")
     kernel(input, "histc")(result, input, bins, lo, hi)
     return _written(result, out)
-
-
-Tensor.repeat = repeat

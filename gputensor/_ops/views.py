@@ -7,7 +7,7 @@ from typing import Any
 
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim, parse_size
 
-from ._core import as_index_list, op
+from ._core import as_index_list, op, tensor_method
 
 
 def _infer_size(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
@@ -93,10 +93,12 @@ def reshape(input: Tensor, *shape: Any) -> Tensor:
     return view(input.contiguous(), new_shape)
 
 
+@tensor_method()
 def view_as(self: Tensor, other: Tensor) -> Tensor:
     return view(self, other.shape)
 
 
+@tensor_method()
 def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     return reshape(self, other.shape)
 
@@ -145,12 +147,14 @@ def adjoint(input: Tensor) -> Tensor:
     return transpose(input, -2, -1).conj() if input.is_complex() else transpose(input, -2, -1)
 
 
+@tensor_method("T", prop=True)
 def _T(self: Tensor) -> Tensor:
     if len(self._shape) <= 2:  # the common case: t() skips permute's dim parsing
         return t(self)
     return permute(self, list(range(self.dim() - 1, -1, -1)))
 
 
+@tensor_method("mT", prop=True)
 def _mT(self: Tensor) -> Tensor:
     if self.dim() < 2:
         raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. Got "
@@ -191,6 +195,7 @@ def expand(self: Tensor, *sizes: Any) -> Tensor:
     return self._view(tuple(shape), tuple(stride), self._offset)
 
 
+@tensor_method()
 def expand_as(self: Tensor, other: Tensor) -> Tensor:
     return expand(self, other.shape)
 
@@ -380,6 +385,7 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
     return input._view(shape, stride, start)
 
 
+@tensor_method()
 def resize_(self: Tensor, *sizes: Any) -> Tensor:
     shape = parse_size(sizes)
     n = math.prod(shape)
@@ -391,11 +397,8 @@ def resize_(self: Tensor, *sizes: Any) -> Tensor:
     return self
 
 
-Tensor.view_as = view_as
-Tensor.reshape_as = reshape_as
-Tensor.expand_as = expand_as
-Tensor.resize_ = resize_
-Tensor.T = property(_T)
-Tensor.mT = property(_mT)
-Tensor.H = property(lambda self: adjoint(self))
-Tensor.mH = property(lambda self: adjoint(self))
+
+
+@tensor_method("H", "mH", prop=True)
+def _adjoint_property(self: Tensor) -> Tensor:
+    return adjoint(self)

@@ -75,3 +75,27 @@ def test_broadcast_strided_kernels_match_numpy(device: str) -> None:
                   lambda a, b: gt.maximum(a, b).mT, device=device, dtype=gt.float32)
     numpy_test_op([(6, 4)], lambda a: a[::2, 1:] * 3 - 1,
                   lambda a: a[::2, 1:] * 3 - 1, device=device, dtype=gt.float64)
+
+
+def test_tensor_methods_come_from_the_registry_or_the_tensor_class():
+    """Every Tensor method is defined in _tensor.py, is an op's (name, alias or in-place
+    form), a declared ``tensor_method``, or a Python operator installed from an op: nothing
+    else assigns Tensor attributes."""
+    from gputensor.kernels.registry import TENSOR_METHODS
+
+    op_names = set()
+    for op in OPS.values():
+        for n in (op.name, *op.aliases):
+            op_names |= {n, n + "_"}
+    stray = []
+    for name, attr in vars(gt.Tensor).items():
+        fn = attr.fget if isinstance(attr, property) else attr
+        if not callable(fn) or getattr(fn, "__module__", None) == "gputensor._tensor":
+            continue
+        if name in TENSOR_METHODS:
+            assert TENSOR_METHODS[name] is attr, name
+        elif name not in op_names and not (name.startswith("__") and name.endswith("__")):
+            stray.append(name)
+    assert not stray, f"Tensor attributes set outside the registry: {stray}"
+    assert {"T", "mT", "H", "mH", "__getitem__", "div_", "divide_", "new_zeros"} <= \
+        set(TENSOR_METHODS)
