@@ -56,7 +56,22 @@ class OpDef:
     function: bool = True        # exported as gt.<name> (False: a method only, like x.view)
     aliases: tuple[str, ...] = ()
     doc: str = ""
-    extra: dict = field(default_factory=dict)
+    # False: the op yields no gradient at all (creation, random, integer results).
+    differentiable: bool = True
+    # The in-place frontend behind Tensor.<name>_ (elementwise ops build it with the frontend).
+    inplace_fn: Callable[..., Any] | None = None
+    # Elementwise dtype and argument rules, checked by the frontend before any kernel runs:
+    no_bool: bool | str = False       # bool operands refused (a str is PyTorch's message)
+    no_complex: bool = False          # complex operands refused
+    float_only: bool = False          # integer and bool operands refused
+    reject_bool_operands: bool = False  # any bool operand refused, even if promotion allows
+    int_div: bool = False             # integer division: a zero divisor raises
+    int_pow: bool = False             # integer power: a negative Python-int exponent raises
+    int_identity: bool = False        # the identity on integer dtypes (floor, ceil, trunc)
+    defaults: dict[str, Any] = field(default_factory=dict)   # param -> default value
+    param_map: dict[str, dict[Any, Any]] | None = None       # param -> {user value: kernel value}
+    # (param values, compute dtype) -> the values the kernel takes (dtype-dependent defaults)
+    resolve_params: Callable[[tuple, Any], tuple] | None = None
 
 
 OPS: dict[str, OpDef] = {}

@@ -42,7 +42,7 @@ def _install_methods() -> None:
             for n in names:
                 if n not in Tensor.__dict__:
                     setattr(Tensor, n, op.frontend)
-        inplace = op.extra.get("inplace_fn")
+        inplace = op.inplace_fn
         if op.inplace and inplace is not None:
             for n in names:
                 if n + "_" not in Tensor.__dict__:
@@ -70,7 +70,8 @@ def _comparison(name: str) -> Any:
 
 
 def _inplace(name: str) -> Any:
-    fn = OPS[name].extra["inplace_fn"] if name in OPS and "inplace_fn" in OPS[name].extra \
+    op = OPS.get(name)
+    fn = op.inplace_fn if op is not None and op.inplace_fn is not None \
         else getattr(Tensor, name + "_")
 
     def method(self: Tensor, other: Any) -> Tensor:

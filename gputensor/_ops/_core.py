@@ -30,7 +30,7 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
        aliases: tuple[str, ...] = (), cost: Callable | None = None,
        grad: dict[str, str | None] | None = None, differentiable: bool = True,
        output_differentiable: tuple[bool, ...] | None = None, function: bool = True,
-       **extra: Any) -> Callable:
+       inplace_fn: Callable | None = None) -> Callable:
     """Declare a non-elementwise op whose frontend is the decorated function.
 
     ``grad`` holds its derivative: one formula per differentiable argument (see
@@ -45,7 +45,8 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
         frontend = differentiable_frontend(fn, derivative, op_name) if differentiable else fn
         opdef = OpDef(name=op_name, frontend=frontend, method=method, inplace=inplace,
                       aliases=aliases, doc=fn.__doc__ or "", derivative=derivative,
-                      function=function, extra=dict(extra, differentiable=differentiable))
+                      function=function, differentiable=differentiable,
+                      inplace_fn=inplace_fn)
         if cost is not None:
             opdef.cost = cost
         declare(opdef)

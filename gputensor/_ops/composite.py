@@ -31,7 +31,7 @@ def div(input: Any, other: Any, *, rounding_mode: str | None = None,
 
 @tensor_method("div_", "divide_")
 def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
-    return _div_op(rounding_mode).extra["inplace_fn"](self, other)
+    return _div_op(rounding_mode).inplace_fn(self, other)
 
 
 def _clamp_bounds(input: Tensor, min: Any, max: Any) -> tuple[Any, Any]:
@@ -60,7 +60,7 @@ def clamp(input: Tensor, min: Any = None, max: Any = None, *, out: Tensor | None
 @tensor_method("clamp_", "clip_")
 def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:
     lo, hi = _clamp_bounds(self, min, max)
-    return OPS["_clamp"].extra["inplace_fn"](self, lo, hi)
+    return OPS["_clamp"].inplace_fn(self, lo, hi)
 
 
 @op(inplace=True)
@@ -133,7 +133,7 @@ def float_power_(self: Tensor, exponent: Any) -> Tensor:
         raise RuntimeError(f"the base given to float_power_ has dtype {self.dtype.legacy_name} "
                            f"but the operation's result requires dtype {dt.legacy_name}")
     b = exponent.to(dt) if isinstance(exponent, Tensor) else exponent
-    return OPS["pow"].extra["inplace_fn"](self, b)
+    return OPS["pow"].inplace_fn(self, b)
 
 
 @op(inplace=True)
@@ -148,7 +148,7 @@ def square(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 def square_(self: Tensor) -> Tensor:
     if self.dtype is D.bool:
         raise RuntimeError("result type Long can't be cast to the desired output type Bool")
-    return OPS["_square"].extra["inplace_fn"](self)
+    return OPS["_square"].inplace_fn(self)
 
 
 def _check_lerp(input: Tensor, end: Any, weight: Any) -> None:
@@ -173,7 +173,7 @@ def lerp(input: Tensor, end: Tensor, weight: Any, *, out: Tensor | None = None) 
 @tensor_method()
 def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
     _check_lerp(self, end, weight)
-    return OPS["_lerp"].extra["inplace_fn"](self, end, weight)
+    return OPS["_lerp"].inplace_fn(self, end, weight)
 
 
 @tensor_method()

@@ -30,13 +30,13 @@ _BOOL_OUT = ("compare", "predicate", "float_compare")
 def _rule_dtypes(op: OpDef, promoted: D.dtype) -> tuple[D.dtype, D.dtype]:
     rule = op.dtype_rule
     name = op.name
-    if promoted is D.bool and op.extra.get("no_bool"):
-        raise RuntimeError(op.extra["no_bool"] if isinstance(op.extra["no_bool"], str) else
+    if promoted is D.bool and op.no_bool:
+        raise RuntimeError(op.no_bool if isinstance(op.no_bool, str) else
                            f"{name}: not supported for bool tensors")
-    if promoted.is_complex and op.extra.get("no_complex"):
+    if promoted.is_complex and op.no_complex:
         raise RuntimeError(f"{name}: not implemented for '{promoted.legacy_name}' (complex) "
                            f"tensors")
-    if op.extra.get("float_only") and promoted.category <= D.INTEGRAL:
+    if op.float_only and promoted.category <= D.INTEGRAL:
         raise RuntimeError(f"{name}: not implemented for '{promoted.legacy_name}' tensors")
     if rule == "int_only" and promoted.category > D.INTEGRAL:
         raise RuntimeError(f"{name}: only integer and bool tensors are supported, got "
@@ -53,7 +53,7 @@ def _rule_dtypes(op: OpDef, promoted: D.dtype) -> tuple[D.dtype, D.dtype]:
 
 def _check_int_divisor(op: OpDef, compute: D.dtype, inputs: list) -> None:
     """Integer division by zero raises (as in PyTorch) instead of returning garbage."""
-    if not op.extra.get("int_div") or compute.category > D.INTEGRAL:
+    if not op.int_div or compute.category > D.INTEGRAL:
         return
     b = inputs[1]
     zero = (b == 0).any().item() if isinstance(b, Tensor) else b == 0
@@ -63,7 +63,7 @@ def _check_int_divisor(op: OpDef, compute: D.dtype, inputs: list) -> None:
 
 def _check_pow_exponent(op: OpDef, compute: D.dtype, inputs: list) -> None:
     # Like PyTorch, only a Python scalar exponent is rejected; tensor exponents wrap in ipow.
-    if op.name != "pow" or compute.category > D.INTEGRAL or isinstance(inputs[1], Tensor):
+    if not op.int_pow or compute.category > D.INTEGRAL or isinstance(inputs[1], Tensor):
         return
     if inputs[1] < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -71,25 +71,25 @@ def _check_pow_exponent(op: OpDef, compute: D.dtype, inputs: list) -> None:
 
 def _check_bool_operands(op: OpDef, compute: D.dtype, inputs: list) -> None:
     """sub rejects a bool operand even when promotion would make the result an integer."""
-    if not op.extra.get("reject_bool_operands"):
+    if not op.reject_bool_operands:
         return
     for x in inputs:
         if isinstance(x, bool) or (isinstance(x, Tensor) and x._dtype is D.bool):
-            raise RuntimeError(op.extra["no_bool"])
+            raise RuntimeError(op.no_bool if isinstance(op.no_bool, str) else
+                               f"{op.name}: bool operands are not supported")
 
 
 def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     arity = op.arity
     param_names = op.params
-    defaults = op.extra.get("defaults", {})
+    defaults = op.defaults
     checks = (_check_int_divisor, _check_pow_exponent, _check_bool_operands)
-    param_map = op.extra.get("param_map")
-    needs_checks = bool(op.extra.get("int_div") or op.extra.get("reject_bool_operands")) \
-        or op.name == "pow"
-    int_identity = bool(op.extra.get("int_identity"))
+    param_map = op.param_map
+    needs_checks = op.int_div or op.reject_bool_operands or op.int_pow
+    int_identity = op.int_identity
     rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
     kernels = kernel_cache()  # device type -> kernel
-    resolve_params = op.extra.get("resolve_params")
+    resolve_params = op.resolve_params
 
     default_params = tuple(defaults.get(k) for k in param_names)
 
@@ -277,13 +277,16 @@ def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:
     return True
 
 
+# op name -> the inputs whose derivative formula reads input a (computed on first use)
+_READS_A: dict[str, frozenset[str]] = {}
+
+
 def _reads_self(op: OpDef, self: Tensor, args: tuple, kwargs: dict) -> bool:
     """Whether the formula of an input that needs a gradient reads input ``a`` (self)."""
-    readers = op.extra.get("reads_a")
+    readers = _READS_A.get(op.name)
     if readers is None:
-        d = op.derivative
-        names = getattr(d, "_names", {})
-        readers = op.extra["reads_a"] = frozenset(k for k, v in names.items() if "a" in v)
+        names = getattr(op.derivative, "_names", {})
+        readers = _READS_A[op.name] = frozenset(k for k, v in names.items() if "a" in v)
     if not readers:
         return False
     inputs = dict(zip(("a", "b", "c"), (self, *args), strict=False))
@@ -295,19 +298,20 @@ def _reads_self(op: OpDef, self: Tensor, args: tuple, kwargs: dict) -> bool:
 def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote",
                 params: tuple[str, ...] = (), method: bool = True, inplace: bool = True,
                 flops: int = 1, grad: tuple[str | None, ...] | None = None,
-                **extra: Any) -> OpDef:
+                **rules: Any) -> OpDef:
     """Declare an elementwise op: its expression over inputs a, b, c and params, its dtype
-    rule, and ``grad``, one derivative formula per input (None: not differentiable there)."""
+    rule, ``grad``, one derivative formula per input (None: not differentiable there), and
+    ``rules``, OpDef's typed elementwise fields (``no_bool``, ``defaults``, ...)."""
     op = OpDef(name=name, frontend=None, expr=expr, arity=arity, params=params,
                dtype_rule=dtype_rule, method=method, inplace=inplace, cost=memory_cost(flops),
-               extra=extra)
+               **rules)
     names = ("a", "b", "c")[:arity]
     if grad is not None:
         op.derivative = Derivative(name, dict(zip(names, grad, strict=True)), names + params,
-                                   defaults=extra.get("defaults"))
+                                   defaults=op.defaults or None)
     else:
         op.derivative = NoDerivative(name)
-    op.frontend, op.extra["inplace_fn"] = make_frontend(op)
+    op.frontend, op.inplace_fn = make_frontend(op)
     return declare(op)
 
 
@@ -340,7 +344,7 @@ elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=
             grad=("g", "-g * _div_floor(a, b)"))
 elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
             grad=("g", "-g * div(a, b, rounding_mode='trunc')"))
-elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True,
+elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True, int_pow=True,
             grad=("_ops.elementwise._pow_grad_base(g, a, b)",
                   "_ops.elementwise._pow_grad_exponent(g, a, b, out)"))
 elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True,

@@ -19,7 +19,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.autograd.grad_mode import is_grad_enabled
-from gputensor.kernels.registry import OPS, memory_cost
+from gputensor.kernels.registry import memory_cost
 
 from ._core import empty, kernel, op
 from .elementwise import elementwise
@@ -134,7 +134,8 @@ def _bn_layout(x: Tensor) -> tuple[int, int, int]:
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_batch_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], eps)[:len(tensors)]"})
+                     "else None, outs[1], outs[2], eps)[:len(tensors)]"},
+                     cost=memory_cost(8, "input"))
 def _batch_norm(tensors: list[Tensor], running_mean: Tensor | None, running_var: Tensor | None,
                 momentum: float, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """Training-mode batch norm over dims (0, 2, ...) of ``tensors[0]`` with the optional
@@ -156,7 +157,7 @@ def _batch_norm(tensors: list[Tensor], running_mean: Tensor | None, running_var:
     return out, mean, rstd
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, cost=memory_cost(10, "input"))
 def _batch_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, save_mean: Tensor,
                          save_rstd: Tensor, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """(grad_input, grad_weight, grad_bias) of training-mode batch norm in one fused kernel.
@@ -216,7 +217,8 @@ def _gn_layout(x: Tensor, groups: int) -> tuple[int, int]:
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_layer_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], normalized_ndim, eps)[:len(tensors)]"})
+                     "else None, outs[1], outs[2], normalized_ndim, eps)[:len(tensors)]"},
+                     cost=memory_cost(8, "input"))
 def _layer_norm(tensors: list[Tensor], normalized_ndim: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:
     """Normalise over the last ``normalized_ndim`` dims of ``tensors[0]``, then apply the
@@ -230,7 +232,7 @@ def _layer_norm(tensors: list[Tensor], normalized_ndim: int, eps: float
     return out, mean, rstd
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, cost=memory_cost(12, "input"))
 def _layer_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, mean: Tensor,
                          rstd: Tensor, normalized_ndim: int, eps: float
                          ) -> tuple[Tensor, Tensor, Tensor]:
@@ -268,7 +270,8 @@ def _layer_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_group_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], num_groups, eps)[:len(tensors)]"})
+                     "else None, outs[1], outs[2], num_groups, eps)[:len(tensors)]"},
+                     cost=memory_cost(8, "input"))
 def _group_norm(tensors: list[Tensor], num_groups: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:
     """Normalise x (N, C, *) over each group of C / num_groups channels (and all spatial
@@ -282,7 +285,7 @@ def _group_norm(tensors: list[Tensor], num_groups: int, eps: float
     return out, mean, rstd
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, cost=memory_cost(12, "input"))
 def _group_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, mean: Tensor,
                          rstd: Tensor, num_groups: int, eps: float
                          ) -> tuple[Tensor, Tensor, Tensor]:
@@ -322,7 +325,8 @@ def _group_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
 # == NLL loss ==================================================================================
 @op(method=False,
     grad={"input": "_nll_loss_backward(g, input_shape, target, weight, reduction, ignore_index)",
-          "weight": "not_implemented('nll_loss with respect to weight')"})
+          "weight": "not_implemented('nll_loss with respect to weight')"},
+          cost=memory_cost(2, "input"))
 def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
               ignore_index: int) -> Tensor:
     """-weight[t] * input[n, t, ...] per item of log-probabilities ``input`` (N, C, ...) and
@@ -341,7 +345,8 @@ def _nll_layout(shape: tuple[int, ...]) -> tuple[int, int, int]:
     return shape[0], shape[1], math.prod(shape[2:])
 
 
-@op(method=False, grad={"grad": "_nll_loss(g, target, weight, reduction, ignore_index)"})
+@op(method=False, grad={"grad": "_nll_loss(g, target, weight, reduction, ignore_index)"},
+    cost=memory_cost(2, "input"))
 def _nll_loss_backward(grad: Tensor, input_shape: tuple[int, ...], target: Tensor,
                        weight: Tensor | None, reduction: int, ignore_index: int) -> Tensor:
     """The gradient of :func:`_nll_loss`: zeros but -weight[t] * grad at each target (divided
@@ -354,7 +359,7 @@ def _nll_loss_backward(grad: Tensor, input_shape: tuple[int, ...], target: Tenso
 
 # == embedding =================================================================================
 @op(method=False, grad={"weight": "_embedding_backward(g, indices, weight_shape[0], "
-                                  "padding_idx, scale_grad_by_freq)"})
+                                  "padding_idx, scale_grad_by_freq)"}, cost=memory_cost(0, "input"))
 def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
                scale_grad_by_freq: bool = False) -> Tensor:
     """Rows of ``weight`` (V, D) at integer ``indices``: shape indices.shape + (D,).
@@ -374,7 +379,7 @@ def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
 @op(method=False, grad={"grad": "masked(_embedding(g, indices), (indices != padding_idx)"
                                 ".unsqueeze(-1)) if not scale_grad_by_freq else "
                                 "not_implemented('embedding double backward with "
-                                "scale_grad_by_freq')"})
+                                "scale_grad_by_freq')"}, cost=memory_cost(1, "input"))
 def _embedding_backward(grad: Tensor, indices: Tensor, num_weights: int, padding_idx: int,
                         scale_grad_by_freq: bool) -> Tensor:
     """(num_weights, D) zeros plus the rows of ``grad`` added at ``indices`` (the
@@ -384,16 +389,3 @@ def _embedding_backward(grad: Tensor, indices: Tensor, num_weights: int, padding
     kernel(grad, "_embedding_backward")(out, grad.contiguous(), indices.contiguous(),
                                         padding_idx, scale_grad_by_freq)
     return out
-
-
-# Cost models for the profiler: one read of each operand, a handful of flops per element.
-def _per_input(flops: float) -> Any:
-    return memory_cost(flops, per="input")
-
-
-for _name, _flops in (("_batch_norm", 8), ("_batch_norm_backward", 10), ("_layer_norm", 8),
-                      ("_layer_norm_backward", 12), ("_group_norm", 8),
-                      ("_group_norm_backward", 12), ("_nll_loss", 2),
-                      ("_nll_loss_backward", 2), ("_embedding", 0),
-                      ("_embedding_backward", 1)):
-    OPS[_name].cost = _per_input(_flops)

@@ -102,7 +102,8 @@ def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
 
 
 # -- sums and products -------------------------------------------------------------------------
-@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim)"})
+@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim)"},
+    cost=memory_cost(1, "input"))
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
         out: Tensor | None = None) -> Tensor:
     """Sum over ``dim`` (all dims by default); ints and bools sum in int64."""
@@ -110,7 +111,7 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
 
 
 @op(method=True, grad={"input": "masked(expand_reduced(g, input_shape, dim, keepdim), "
-                                 "~input.isnan())"})
+                                 "~input.isnan())"}, cost=memory_cost(1, "input"))
 def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
            out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero."""
@@ -119,7 +120,8 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
-@op(method=True, grad={"input": "_ops.reduction._prod_grad(g, input, out, dim, keepdim)"})
+@op(method=True, grad={"input": "_ops.reduction._prod_grad(g, input, out, dim, keepdim)"},
+    cost=memory_cost(1, "input"))
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Product over ``dim``; ints and bools multiply in int64."""
@@ -127,7 +129,7 @@ def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
 
 
 @op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) / "
-                                 "reduced_count(input_shape, dim)"})
+                                 "reduced_count(input_shape, dim)"}, cost=memory_cost(1, "input"))
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Arithmetic mean; needs a floating/complex input or ``dtype``."""
@@ -154,14 +156,16 @@ def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | N
     return _deliver(result, out, name, exact_dtype=True)
 
 
-@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"})
+@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"},
+    cost=memory_cost(1, "input"))
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Maximum over ``dim`` (all dims by default); NaN propagates."""
     return _extreme("amax", input, dim, keepdim, out, full=dim in ((), None))
 
 
-@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"})
+@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"},
+    cost=memory_cost(1, "input"))
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Minimum over ``dim`` (all dims by default); NaN propagates."""
@@ -205,7 +209,8 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
 
 @op(method=True, output_differentiable=(True, False),
     grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, True)",
-          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, True)"})
+          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, True)"},
+          cost=memory_cost(1, "input"))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
     max(input, other) -> the elementwise maximum."""
@@ -214,7 +219,8 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = Non
 
 @op(method=True, output_differentiable=(True, False),
     grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, False)",
-          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, False)"})
+          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, False)"},
+          cost=memory_cost(1, "input"))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
     min(input, other) -> the elementwise minimum."""
@@ -229,14 +235,14 @@ def _argop(name: str, input: Tensor, dim: int | None, keepdim: bool,
     return _deliver(indices, out, name, exact_dtype=True)
 
 
-@op(method=True)
+@op(method=True, cost=memory_cost(1, "input"))
 def argmax(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
            out: Tensor | None = None) -> Tensor:
     """Index of the first maximum along ``dim`` (of the flattened input when dim is None)."""
     return _argop("argmax", input, dim, keepdim, out)
 
 
-@op(method=True)
+@op(method=True, cost=memory_cost(1, "input"))
 def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
            out: Tensor | None = None) -> Tensor:
     """Index of the first minimum along ``dim`` (of the flattened input when dim is None)."""
@@ -245,7 +251,7 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
 
 @op(method=True, grad={"input": "_ops.reduction._evenly(grads[0], input, outs[0], dim, keepdim) "
                                  "+ _ops.reduction._evenly(grads[1], input, outs[1], dim, "
-                                 "keepdim)"})
+                                 "keepdim)"}, cost=memory_cost(2, "input"))
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
             out: Any = None) -> AminmaxResult:
     """(min, max) over ``dim`` (or the whole tensor) in one call."""
@@ -298,7 +304,7 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
 _VAR_GRAD = "_ops.reduction._moments_grad(grads, input, outs, dim, unbiased, keepdim, correction, "
 
 
-@op(method=True, grad={"input": _VAR_GRAD + "False)"})
+@op(method=True, grad={"input": _VAR_GRAD + "False)"}, cost=memory_cost(3, "input"))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; unbiased=False -> 0)."""
@@ -306,7 +312,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(v, out, "var")
 
 
-@op(method=True, grad={"input": _VAR_GRAD + "True)"})
+@op(method=True, grad={"input": _VAR_GRAD + "True)"}, cost=memory_cost(3, "input"))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see var)."""
@@ -314,7 +320,7 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(s, out, "std")
 
 
-@op(method=False, grad={"input": _VAR_GRAD + "False)"})
+@op(method=False, grad={"input": _VAR_GRAD + "False)"}, cost=memory_cost(3, "input"))
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -322,7 +328,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
     return _moments("var_mean", input, dim, unbiased, keepdim, correction, True, False)
 
 
-@op(method=False, grad={"input": _VAR_GRAD + "True)"})
+@op(method=False, grad={"input": _VAR_GRAD + "True)"}, cost=memory_cost(3, "input"))
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -342,7 +348,8 @@ def _norm_order(p: Any) -> float:
     return float(p)
 
 
-@op(method=True, grad={"input": "_ops.reduction._norm_grad(g, input, p, dim, keepdim, dtype, out)"})
+@op(method=True, grad={"input": "_ops.reduction._norm_grad(g, input, p, dim, keepdim, dtype, out)"},
+    cost=memory_cost(2, "input"))
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
@@ -374,7 +381,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
 
 
 @op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) * (input - "
-                                 "unsqueeze_like(out, input_shape, dim, keepdim)).exp()"})
+                                 "unsqueeze_like(out, input_shape, dim, keepdim)).exp()"},
+                                 cost=memory_cost(4, "input"))
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False, *,
               out: Tensor | None = None) -> Tensor:
     """log(sum(exp(input))) over ``dim``, computed stably (shifted by the max)."""
@@ -399,21 +407,21 @@ def _logical(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | N
     return _deliver(result, out, name)
 
 
-@op(method=True)
+@op(method=True, cost=memory_cost(1, "input"))
 def all(input: Tensor, dim: Dims = None, keepdim: bool = False, *,
         out: Tensor | None = None) -> Tensor:
     """True where every element over ``dim`` is non-zero (True for empty reductions)."""
     return _logical("all", input, dim, keepdim, out)
 
 
-@op(method=True)
+@op(method=True, cost=memory_cost(1, "input"))
 def any(input: Tensor, dim: Dims = None, keepdim: bool = False, *,
         out: Tensor | None = None) -> Tensor:
     """True where some element over ``dim`` is non-zero (False for empty reductions)."""
     return _logical("any", input, dim, keepdim, out)
 
 
-@op(method=True)
+@op(method=True, cost=memory_cost(1, "input"))
 def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
     """Number of non-zero elements over ``dim``, as int64."""
     dims = _dims(input, dim)
@@ -435,13 +443,14 @@ def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None,
     return _deliver(result, out, name)
 
 
-@op(method=True, grad={"input": "_reverse_cumsum(g, dim)"})
+@op(method=True, grad={"input": "_reverse_cumsum(g, dim)"}, cost=memory_cost(1, "input"))
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running sum along ``dim`` (ints and bools in int64, floats accumulated in float64)."""
     return _scan("cumsum", input, dim, dtype, out)
 
 
-@op(method=True, grad={"input": "_ops.reduction._cumprod_grad(g, input, out, dim)"})
+@op(method=True, grad={"input": "_ops.reduction._cumprod_grad(g, input, out, dim)"},
+    cost=memory_cost(1, "input"))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan("cumprod", input, dim, dtype, out)
@@ -471,14 +480,16 @@ def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -
 
 
 @op(method=True, grad={"input": "_softmax_backward(g, out, "
-                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"})
+                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"},
+                                 cost=memory_cost(5, "input"))
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so it never overflows."""
     return _softmax("softmax", input, dim, dtype, log=False)
 
 
 @op(method=True, grad={"input": "_log_softmax_backward(g, out, "
-                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"})
+                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"},
+                                 cost=memory_cost(5, "input"))
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     return _softmax("log_softmax", input, dim, dtype, log=True)
@@ -499,12 +510,13 @@ def _softmax_grad_op(name: str, grad: Tensor, output: Tensor, dim: int, log: boo
 
 
 # The fused backward ops of softmax and log_softmax (one pass over the reduced dim each, on the
-# cross-entropy training path). Their own derivatives, in differentiable ops, give double
-# backward: d/dgrad is the op itself (softmax) or grad - sum(grad * exp(output)) (log_softmax).
+# cross-entropy training path: a dot product per slice, a multiply-subtract per element). Their
+# own derivatives, in differentiable ops, give double backward: d/dgrad is the op itself
+# (softmax) or grad - sum(grad * exp(output)) (log_softmax).
 @op(method=False, grad={
     "grad": "_softmax_backward(g, output, dim)",
     "output": "g * (grad - (grad * output).sum(dim, keepdim=True)) "
-              "- grad * (g * output).sum(dim, keepdim=True)"})
+              "- grad * (g * output).sum(dim, keepdim=True)"}, cost=memory_cost(4))
 def _softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """output * (grad - sum(grad * output, dim)): the gradient of softmax's input."""
     return _softmax_grad_op("_softmax_backward", grad, output, dim, log=False)
@@ -512,7 +524,7 @@ def _softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
 
 @op(method=False, grad={
     "grad": "g - (g * output.exp()).sum(dim, keepdim=True)",
-    "output": "-g * output.exp() * grad.sum(dim, keepdim=True)"})
+    "output": "-g * output.exp() * grad.sum(dim, keepdim=True)"}, cost=memory_cost(4))
 def _log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """grad - exp(output) * sum(grad, dim): the gradient of log_softmax's input."""
     return _softmax_grad_op("_log_softmax_backward", grad, output, dim, log=True)
@@ -643,14 +655,3 @@ def _norm_grad(g: Tensor, input: Tensor, p: Any, dim: Any, keepdim: bool, dtype:
     a = x.abs()
     scaled = masked(x.sgn() * where(a != 0, a, 1.0) ** (order - 1), a != 0)
     return masked(gx * scaled / safe_n ** (order - 1), nonzero)
-
-
-# Cost models for the profiler: reductions and scans read every input element once and do about
-# one flop per element (more for the moments and softmax family).
-for _name, _flops in (("sum", 1), ("nansum", 1), ("prod", 1), ("mean", 1), ("amax", 1),
-                      ("amin", 1), ("max", 1), ("min", 1), ("argmax", 1), ("argmin", 1),
-                      ("aminmax", 2), ("var", 3), ("std", 3), ("var_mean", 3), ("std_mean", 3),
-                      ("norm", 2), ("logsumexp", 4), ("all", 1), ("any", 1),
-                      ("count_nonzero", 1), ("cumsum", 1), ("cumprod", 1), ("softmax", 5),
-                      ("log_softmax", 5)):
-    OPS[_name].cost = memory_cost(_flops, per="input")

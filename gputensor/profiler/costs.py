@@ -154,26 +154,25 @@ for _name, _index in (("_max_pool2d", 2), ("_avg_pool2d", 1), ("_adaptive_avg_po
     declare_kernel_cost(_name)(_per_element(_index, 1))
 
 # -- normalisation, softmax, reductions ----------------------------------------------------------
-# Flops per element of the normalised tensor: statistics (sum, sum of squares) plus the affine
-# pass forward; the two gradient sums plus the input-gradient pass backward. The same constants
-# as the ops' own models (gputensor/_ops/nn_ops.py), applied to x only (the kernels' first
-# arguments are outputs and saved statistics).
-for _name, _index, _flops in (("_batch_norm", 3, 8), ("_layer_norm", 3, 8), ("_group_norm", 3, 8),
-                              ("_batch_norm_backward", 3, 10), ("_layer_norm_backward", 3, 12),
-                              ("_group_norm_backward", 3, 12)):
-    declare_kernel_cost(_name)(_per_element(_index, _flops))
+def _op_flops(op_name: str) -> float:
+    """Flops per element of the op's own model (``registry.memory_cost``, declared with the
+    op), so a kernel's model never repeats, or disagrees with, its op's constant."""
+    return OPS[op_name].cost.flops_per_element
 
-# softmax(result, x, dim, log): max, subtract, exp, sum, divide; its backward: a dot product
-# per slice and a multiply-subtract per element.
-declare_kernel_cost("softmax")(_per_element(1, 5))
-declare_kernel_cost("_softmax_backward")(_per_element(1, 4))
-# Reductions and scans (result, input, ...): one flop per input element; two for the moments'
-# second pass, two for the (values, indices, input) arg-extremes' compare and select.
-for _name, _index, _flops in (("sum", 1, 1), ("nansum", 1, 1), ("prod", 1, 1), ("mean", 1, 1),
-                              ("amax", 1, 1), ("amin", 1, 1), ("all", 1, 1), ("any", 1, 1),
-                              ("norm", 1, 2), ("logsumexp", 1, 4), ("_var_mean", 2, 3),
-                              ("_arg_extreme", 2, 1), ("_scan", 1, 1)):
-    declare_kernel_cost(_name)(_per_element(_index, _flops))
+
+# Kernels whose first arguments are outputs or saved statistics: the op's flops per element of
+# the one argument they are counted on (x for the norms, the input for reductions and scans).
+for _name, _index, _op in (
+        ("_batch_norm", 3, "_batch_norm"), ("_layer_norm", 3, "_layer_norm"),
+        ("_group_norm", 3, "_group_norm"), ("_batch_norm_backward", 3, "_batch_norm_backward"),
+        ("_layer_norm_backward", 3, "_layer_norm_backward"),
+        ("_group_norm_backward", 3, "_group_norm_backward"),
+        ("softmax", 1, "softmax"), ("_softmax_backward", 1, "_softmax_backward"),
+        ("sum", 1, "sum"), ("nansum", 1, "nansum"), ("prod", 1, "prod"), ("mean", 1, "mean"),
+        ("amax", 1, "amax"), ("amin", 1, "amin"), ("all", 1, "all"), ("any", 1, "any"),
+        ("norm", 1, "norm"), ("logsumexp", 1, "logsumexp"), ("_var_mean", 2, "var_mean"),
+        ("_arg_extreme", 2, "argmax"), ("_scan", 1, "cumsum")):
+    declare_kernel_cost(_name)(_per_element(_index, _op_flops(_op)))
 
 
 # -- fused optimizers ----------------------------------------------------------------------------

@@ -372,7 +372,7 @@ def module_source(specs: Iterable[KernelSpec]) -> str:
 # ---- launch arguments ------------------------------------------------------------------------
 def effective_expr(op: OpDef, compute: D.dtype) -> str:
     # Like the frontend: floor/ceil/trunc of an integer is the integer itself.
-    if op.extra.get("int_identity") and compute.category <= D.INTEGRAL:
+    if op.int_identity and compute.category <= D.INTEGRAL:
         return "a"
     return op.expr
 

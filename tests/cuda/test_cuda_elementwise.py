@@ -98,7 +98,7 @@ def _values(dt: D.dtype, n: int, role: str, op_name: str, compute: D.dtype) -> n
         if info.min < 0:
             edges = np.concatenate([edges, np.array([-1, info.min + 1, -7], dtype=npd)])
         v[:len(edges)] = _rng.permutation(edges)
-        if role == "b" and OPS[op_name].extra.get("int_div") and compute.category <= D.INTEGRAL:
+        if role == "b" and OPS[op_name].int_div and compute.category <= D.INTEGRAL:
             v[v == 0] = 3  # integer division by zero raises in the frontend
         return v
     v = _rng.standard_normal(n) * 3
@@ -113,12 +113,12 @@ def _values(dt: D.dtype, n: int, role: str, op_name: str, compute: D.dtype) -> n
 
 def _resolve(op, params: dict, compute: D.dtype) -> tuple:
     """The params tuple the frontend hands the kernel (defaults, param_map, resolve_params)."""
-    defaults = op.extra.get("defaults", {})
+    defaults = op.defaults
     values = tuple(params.get(k, defaults.get(k)) for k in op.params)
-    pm = op.extra.get("param_map") or {}
+    pm = op.param_map or {}
     values = tuple(pm[k][v] if k in pm and v in pm[k] else v
                    for k, v in zip(op.params, values, strict=True))
-    rp = op.extra.get("resolve_params")
+    rp = op.resolve_params
     return rp(values, compute) if rp is not None else values
 
 
