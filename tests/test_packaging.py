@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -17,9 +18,9 @@ import pytest
 import gputensor as gt
 
 REPO = Path(__file__).resolve().parents[1]
-# The four source folders and the dotted name each installs as (pyproject's package-dir).
-ROOTS = {"gputensor": "gputensor", "gputensor.storage": "storage",
-         "gputensor.kernels": "kernels", "gputensor.autograd": "autograd"}
+# setup.py's derivation: the four source folders by installed name, and the package list.
+SETUP = runpy.run_path(str(REPO / "setup.py"), run_name="setup_derivation")
+ROOTS: dict[str, str] = SETUP["ROOTS"]
 # Never shipped: caches and compiled files that may lie in the source tree.
 NOT_SHIPPED = ("*.pyc", "*.pyo", "*.nbi", "*.nbc", "*.so", "*.o")
 
@@ -127,18 +128,18 @@ def test_new_factories_follow_self() -> None:
 
 
 # ---- the distribution: packages, package data, the wheel --------------------------------------
-def test_pyproject_lists_every_package_folder() -> None:
-    """Every folder with an __init__.py is a listed package, built from that very folder."""
-    setup = _pyproject()["tool"]["setuptools"]
-    listed, package_dir = setup["packages"], setup["package-dir"]
+def test_setup_derives_every_package_folder() -> None:
+    """setup.py's package list is every folder with an __init__.py, each built from that very
+    folder by setuptools' nearest-mapped-parent rule."""
+    derived = list(SETUP["packages"]())
     found = _source_packages()
     assert len(found) >= 20 and "gputensor._ops" in found
-    assert len(set(listed)) == len(listed), "duplicate entries in [tool.setuptools] packages"
-    assert sorted(set(found) - set(listed)) == [], "package folders missing from pyproject"
-    assert sorted(set(listed) - set(found)) == [], "pyproject lists packages with no folder"
-    wrong = {name: str(_folder_of(name, package_dir)) for name, folder in found.items()
-             if _folder_of(name, package_dir) != folder}
-    assert wrong == {}, "package-dir maps these packages to the wrong folders"
+    assert len(set(derived)) == len(derived), "duplicate packages"
+    assert sorted(derived) == sorted(found)
+    wrong = {name: str(_folder_of(name, ROOTS)) for name, folder in found.items()
+             if _folder_of(name, ROOTS) != folder}
+    assert wrong == {}, "package_dir maps these packages to the wrong folders"
+    assert "packages" not in _pyproject()["tool"]["setuptools"], "one source of the list"
 
 
 def test_package_data_covers_every_data_file() -> None:
@@ -213,7 +214,7 @@ def test_wheel_ships_everything_and_runs_outside_the_checkout(tmp_path) -> None:
     src, dist, site, cwd = (tmp_path / d for d in ("src", "dist", "site", "cwd"))
     # Build from a copy: an in-tree build would write build/ and *.egg-info into the checkout.
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy2(REPO / name, src / name)
     for folder in ROOTS.values():
         shutil.copytree(REPO / folder, src / folder,
