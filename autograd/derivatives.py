@@ -1,16 +1,21 @@
 """Derivative formulas declared with each op, and the nodes that run them in backward.
 
-An op declares one expression per differentiable input, written with differentiable gputensor
-ops (so ``create_graph=True`` gives higher-order gradients), e.g. ``mul``:
-``("g * cj(b)", "g * cj(a)")`` (``cj`` conjugates complex values, as PyTorch's conjugate
-Wirtinger convention asks, and is the identity on real ones). Names an expression may use:
+An op declares one formula per differentiable input, written with differentiable gputensor
+ops (so ``create_graph=True`` gives higher-order gradients): a short expression string, e.g.
+``mul``'s ``("g * cj(b)", "g * cj(a)")`` (``cj`` conjugates complex values, as PyTorch's conjugate
+Wirtinger convention asks, and is the identity on real ones), or, where it calls a helper, a
+function whose parameters are the names it reads, e.g. ``prod``'s
+``lambda g, input, out, dim, keepdim: _prod_grad(g, input, out, dim, keepdim)``: the helper
+is then code that tools see, and a parameter that names nothing the op binds is an error at
+declaration. Names a formula may use:
 
 - ``g``: the gradient of the (first) output; ``grads``: the gradients of all outputs
 - ``out``: the (first) output; ``outs``: all outputs; ``out1`` etc.: one of them
 - any argument of the op by name (tensors are saved with their version), and
   ``<arg>_shape`` / ``<arg>_dtype`` / ``<arg>_device`` for a tensor argument's metadata
   (cheaper than saving the tensor)
-- every public ``gputensor`` function and the helpers in ``autograd.formulas``
+- in expression strings, every public ``gputensor`` function and the helpers in
+  ``autograd.formulas``
 
 Only the names the formulas of the inputs that need a gradient use are saved. Gradients are
 summed back to each input's shape (broadcasting) and cast to its dtype by the node, so formulas
@@ -49,6 +54,16 @@ def _formula_namespace() -> dict[str, Any]:
     return _namespace
 
 
+Formula = str | Callable[..., Any]
+
+
+def _formula_names(formula: Formula) -> list[str]:
+    """The names a formula reads: a function's parameters, or an expression's free names."""
+    if callable(formula):
+        return list(inspect.signature(formula).parameters)
+    return _names_in(formula)
+
+
 def _names_in(expr: str) -> list[str]:
     """The free variable names an expression reads (attributes and calls' callees excluded
     only when they are namespace functions, which are resolved later)."""
@@ -75,7 +90,7 @@ class Derivative:
 
     _kw_names: tuple[str, ...] = ()
 
-    def __init__(self, op_name: str, formulas: dict[str, str | None],
+    def __init__(self, op_name: str, formulas: dict[str, Formula | None],
                  arg_names: Sequence[str] | None = None, varargs: str | None = None,
                  defaults: dict[str, Any] | None = None, output_differentiable:
                  Sequence[bool] | None = None) -> None:
@@ -87,12 +102,12 @@ class Derivative:
         self.output_differentiable = output_differentiable
         self.node_class = type(f"{_camel(op_name)}Backward0", (OpNode,), {"__slots__": ()})
         self._compiled: dict[str, tuple[Callable, tuple[str, ...]]] = {}
-        self._names: dict[str, list[str]] = {k: _names_in(v) for k, v in self.formulas.items()
-                                             if v is not None}
+        self._names: dict[str, list[str]] = {k: _formula_names(v)
+                                             for k, v in self.formulas.items() if v is not None}
         self._save_cache: dict[tuple[str, ...], tuple[str, ...]] = {}
 
     @classmethod
-    def for_function(cls, op_name: str, fn: Callable, formulas: dict[str, str | None],
+    def for_function(cls, op_name: str, fn: Callable, formulas: dict[str, Formula | None],
                      output_differentiable: Sequence[bool] | None = None) -> Derivative:
         """A derivative for an op whose frontend is ``fn``: arguments bound by its signature."""
         names, varargs, defaults = [], None, {}
@@ -112,11 +127,25 @@ class Derivative:
         d = cls(op_name, formulas, names, varargs, defaults, output_differentiable)
         d._kw_names = tuple(p.name for p in inspect.signature(fn).parameters.values()
                        if p.kind is p.KEYWORD_ONLY)
+        d.check_functions()
         return d
+
+    def check_functions(self) -> None:
+        """Function formulas read only names the op binds (checked at declaration)."""
+        bound = self._bound_names()
+        for arg, formula in self.formulas.items():
+            if callable(formula):
+                unknown = [n for n in self._names[arg] if n not in bound]
+                if unknown:
+                    raise RuntimeError(f"the derivative formula of {self.op_name} for {arg!r} "
+                                       f"reads {unknown}, which the op does not bind")
 
     # -- compiling formulas ---------------------------------------------------------------------
     def compiled(self, arg: str) -> tuple[Callable, tuple[str, ...]]:
         c = self._compiled.get(arg)
+        if c is None and callable(self.formulas[arg]):
+            self.check_functions()
+            c = self._compiled[arg] = (self.formulas[arg], tuple(self._names[arg]))
         if c is None:
             expr = self.formulas[arg]
             ns = _formula_namespace()

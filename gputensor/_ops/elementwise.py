@@ -309,6 +309,7 @@ def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote
     if grad is not None:
         op.derivative = Derivative(name, dict(zip(names, grad, strict=True)), names + params,
                                    defaults=op.defaults or None)
+        op.derivative.check_functions()
     else:
         op.derivative = NoDerivative(name)
     op.frontend, op.inplace_fn = make_frontend(op)
@@ -345,8 +346,8 @@ elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=
 elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
             grad=("g", "-g * div(a, b, rounding_mode='trunc')"))
 elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True, int_pow=True,
-            grad=("_ops.elementwise._pow_grad_base(g, a, b)",
-                  "_ops.elementwise._pow_grad_exponent(g, a, b, out)"))
+            grad=(lambda g, a, b: _pow_grad_base(g, a, b),
+                  lambda g, a, b, out: _pow_grad_exponent(g, a, b, out)))
 elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True,
             grad=("g * b / (a * a + b * b)", "g * -a / (a * a + b * b)"))
 # Ties split the gradient evenly between the operands, like PyTorch.
@@ -518,15 +519,15 @@ elementwise("_hardtanh_backward", "a if (b > min_val and b < max_val) else 0 * a
 elementwise("_gelu_backward", "a * (gelu_tanh_grad(b) if approximate else gelu_erf_grad(b))", B,
             method=False, inplace=False, params=("approximate",), flops=30,
             grad=("_gelu_backward(g, b, approximate)",
-                  "g * a * _ops.elementwise._gelu_grad2(b, approximate)"))
+                  lambda g, a, b, approximate: g * a * _gelu_grad2(b, approximate)))
 elementwise("_silu_backward", "a * sigmoid(b) * (1 + b * (1 - sigmoid(b)))", B, method=False,
             inplace=False, flops=30,
-            grad=("_silu_backward(g, cj(b))", "g * cj(a * _ops.elementwise._silu_grad2(b))"))
+            grad=("_silu_backward(g, cj(b))", lambda g, a, b: g * cj(a * _silu_grad2(b))))
 elementwise("_softplus_backward", "a * softplus_grad(b, beta, threshold)", B, method=False,
             inplace=False, params=("beta", "threshold"), flops=25,
             grad=("_softplus_backward(g, b, beta, threshold)",
-                  "masked(g * a * _ops.elementwise._sigmoid_grad(b * beta) * beta, "
-                  "b * beta <= threshold)"))
+                  lambda g, a, b, beta, threshold:
+                      masked(g * a * _sigmoid_grad(b * beta) * beta, b * beta <= threshold)))
 elementwise("_elu_backward", "a * scale if b > 0 else a * input_scale * alpha * scale * "
             "exp(b * input_scale)", B, method=False, inplace=False,
             params=("alpha", "scale", "input_scale"), flops=22,

@@ -296,7 +296,7 @@ def _linear_cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
 
 @op(method=False, cost=_linear_cost,
     grad={"input": "g.matmul(cj(weight))",
-          "weight": "_ops.linalg._linear_weight_grad(g, input)",
+          "weight": lambda g, input: _linear_weight_grad(g, input),
           "bias": "sum_to(g, bias_shape)"})
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dim of ``input`` (nn.Linear's map): the bias
@@ -610,8 +610,8 @@ def _matmul_batched(a: Tensor, b: Tensor, out: Tensor | None) -> Tensor:
                  bump=out is not None)
 
 
-@op(cost=gemm_cost(), grad={"input": "_ops.linalg._matmul_grad_input(g, input, other)",
-                           "other": "_ops.linalg._matmul_grad_other(g, input, other)"})
+@op(cost=gemm_cost(), grad={"input": lambda g, input, other: _matmul_grad_input(g, input, other),
+                           "other": lambda g, input, other: _matmul_grad_other(g, input, other)})
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
     batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
@@ -767,8 +767,8 @@ def _expand_contracted(t: Tensor, dims: list[int], sizes: list[int]) -> Tensor:
 
 
 @op(method=False, cost=contraction_cost,
-    grad={"a": "_ops.linalg._tensordot_grad(g, a, b, dims, True)",
-          "b": "_ops.linalg._tensordot_grad(g, a, b, dims, False)"})
+    grad={"a": lambda g, a, b, dims: _tensordot_grad(g, a, b, dims, True),
+          "b": lambda g, a, b, dims: _tensordot_grad(g, a, b, dims, False)})
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """Contract dims of a with dims of b: ``dims`` is an int (a's last n with b's first n) or a
     pair of lists. A size-1 contracted dim broadcasts against the other side, as in PyTorch."""
@@ -1075,7 +1075,7 @@ def einsum(*args: Any) -> Tensor:
 
 
 @op(method=False, cost=contraction_cost,
-    grad={"operands": "_ops.linalg._einsum_grad(g, equation, operands)"})
+    grad={"operands": lambda g, equation, operands: _einsum_grad(g, equation, operands)})
 def _einsum(equation: str, operands: list[Tensor]) -> Tensor:
     """einsum over a parsed argument list (the op that records, with operands as one list)."""
     prepared, in_terms, out_term, sizes, compute, _ = _einsum_plan(equation, operands)

@@ -120,8 +120,8 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
-@op(method=True, grad={"input": "_ops.reduction._prod_grad(g, input, out, dim, keepdim)"},
-    cost=memory_cost(1, "input"))
+@op(method=True, cost=memory_cost(1, "input"), grad={
+    "input": lambda g, input, out, dim, keepdim: _prod_grad(g, input, out, dim, keepdim)})
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Product over ``dim``; ints and bools multiply in int64."""
@@ -156,16 +156,16 @@ def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | N
     return _deliver(result, out, name, exact_dtype=True)
 
 
-@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"},
-    cost=memory_cost(1, "input"))
+@op(method=True, cost=memory_cost(1, "input"), grad={
+    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)})
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Maximum over ``dim`` (all dims by default); NaN propagates."""
     return _extreme("amax", input, dim, keepdim, out, full=dim in ((), None))
 
 
-@op(method=True, grad={"input": "_ops.reduction._evenly(g, input, out, dim, keepdim)"},
-    cost=memory_cost(1, "input"))
+@op(method=True, cost=memory_cost(1, "input"), grad={
+    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)})
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Minimum over ``dim`` (all dims by default); NaN propagates."""
@@ -208,9 +208,11 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
 
 
 @op(method=True, output_differentiable=(True, False),
-    grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, True)",
-          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, True)"},
-          cost=memory_cost(1, "input"))
+    cost=memory_cost(1, "input"), grad={
+        "input": lambda g, input, outs, dim, keepdim:
+            _select_grad(g, input, outs, dim, keepdim, True),
+        "dim": lambda g, dim, outs, input, keepdim:
+            _select_grad(g, dim, outs, input, keepdim, True)})
 def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
     max(input, other) -> the elementwise maximum."""
@@ -218,9 +220,11 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = Non
 
 
 @op(method=True, output_differentiable=(True, False),
-    grad={"input": "_ops.reduction._select_grad(g, input, outs, dim, keepdim, False)",
-          "dim": "_ops.reduction._select_grad(g, dim, outs, input, keepdim, False)"},
-          cost=memory_cost(1, "input"))
+    cost=memory_cost(1, "input"), grad={
+        "input": lambda g, input, outs, dim, keepdim:
+            _select_grad(g, input, outs, dim, keepdim, False),
+        "dim": lambda g, dim, outs, input, keepdim:
+            _select_grad(g, dim, outs, input, keepdim, False)})
 def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
     min(input, other) -> the elementwise minimum."""
@@ -249,9 +253,10 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
     return _argop("argmin", input, dim, keepdim, out)
 
 
-@op(method=True, grad={"input": "_ops.reduction._evenly(grads[0], input, outs[0], dim, keepdim) "
-                                 "+ _ops.reduction._evenly(grads[1], input, outs[1], dim, "
-                                 "keepdim)"}, cost=memory_cost(2, "input"))
+@op(method=True, cost=memory_cost(2, "input"), grad={
+    "input": lambda grads, input, outs, dim, keepdim:
+        _evenly(grads[0], input, outs[0], dim, keepdim)
+        + _evenly(grads[1], input, outs[1], dim, keepdim)})
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
             out: Any = None) -> AminmaxResult:
     """(min, max) over ``dim`` (or the whole tensor) in one call."""
@@ -301,10 +306,13 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
     return var_t, mean_t
 
 
-_VAR_GRAD = "_ops.reduction._moments_grad(grads, input, outs, dim, unbiased, keepdim, correction, "
+def _moments_grad_of(std: bool) -> Any:
+    """The derivative formula of var/std/var_mean/std_mean (``std``: of the deviation)."""
+    return lambda grads, input, outs, dim, unbiased, keepdim, correction: _moments_grad(
+        grads, input, outs, dim, unbiased, keepdim, correction, std)
 
 
-@op(method=True, grad={"input": _VAR_GRAD + "False)"}, cost=memory_cost(3, "input"))
+@op(method=True, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"))
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; unbiased=False -> 0)."""
@@ -312,7 +320,7 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(v, out, "var")
 
 
-@op(method=True, grad={"input": _VAR_GRAD + "True)"}, cost=memory_cost(3, "input"))
+@op(method=True, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"))
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see var)."""
@@ -320,7 +328,7 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(s, out, "std")
 
 
-@op(method=False, grad={"input": _VAR_GRAD + "False)"}, cost=memory_cost(3, "input"))
+@op(method=False, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"))
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -328,7 +336,7 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
     return _moments("var_mean", input, dim, unbiased, keepdim, correction, True, False)
 
 
-@op(method=False, grad={"input": _VAR_GRAD + "True)"}, cost=memory_cost(3, "input"))
+@op(method=False, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"))
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -348,8 +356,9 @@ def _norm_order(p: Any) -> float:
     return float(p)
 
 
-@op(method=True, grad={"input": "_ops.reduction._norm_grad(g, input, p, dim, keepdim, dtype, out)"},
-    cost=memory_cost(2, "input"))
+@op(method=True, cost=memory_cost(2, "input"), grad={
+    "input": lambda g, input, p, dim, keepdim, dtype, out:
+        _norm_grad(g, input, p, dim, keepdim, dtype, out)})
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
@@ -449,7 +458,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = N
     return _scan("cumsum", input, dim, dtype, out)
 
 
-@op(method=True, grad={"input": "_ops.reduction._cumprod_grad(g, input, out, dim)"},
+@op(method=True, grad={"input": lambda g, input, out, dim: _cumprod_grad(g, input, out, dim)},
     cost=memory_cost(1, "input"))
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running product along ``dim``."""
@@ -479,17 +488,17 @@ def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -
     return result
 
 
-@op(method=True, grad={"input": "_softmax_backward(g, out, "
-                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"},
-                                 cost=memory_cost(5, "input"))
+@op(method=True, cost=memory_cost(5, "input"), grad={
+    "input": lambda g, out, dim, input_shape:
+        _softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))})
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so it never overflows."""
     return _softmax("softmax", input, dim, dtype, log=False)
 
 
-@op(method=True, grad={"input": "_log_softmax_backward(g, out, "
-                                 "_ops.reduction._softmax_dim_of(dim, len(input_shape)))"},
-                                 cost=memory_cost(5, "input"))
+@op(method=True, cost=memory_cost(5, "input"), grad={
+    "input": lambda g, out, dim, input_shape:
+        _log_softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))})
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     return _softmax("log_softmax", input, dim, dtype, log=True)

@@ -17,6 +17,7 @@ from gputensor import _dtype as D
 from gputensor._ops._core import op
 from gputensor._tensor import Tensor
 
+from . import _grads
 from ._cost import sparse_cost
 from ._helpers import coalesce_raw, gather_at, index_rows, to_dense_raw
 from ._tensor import SparseTensor, make_sparse
@@ -24,7 +25,7 @@ from ._tensor import SparseTensor, make_sparse
 
 # -- construction and conversion -------------------------------------------------------------------
 @op("_sparse_coo", method=False, function=False, cost=sparse_cost(),
-    grad={"values": "sparse._grads.values_of(g, out)"})
+    grad={"values": lambda g, out: _grads.values_of(g, out)})
 def sparse_coo(indices: Tensor, values: Tensor, size: tuple[int, ...],
                coalesced: bool = False) -> SparseTensor:
     """A sparse tensor around validated ``indices``/``values`` (differentiable in values)."""
@@ -32,7 +33,7 @@ def sparse_coo(indices: Tensor, values: Tensor, size: tuple[int, ...],
 
 
 @op("_sparse_values", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "sparse._grads.with_values(self, g)"})
+    grad={"self": lambda self, g: _grads.with_values(self, g)})
 def sparse_values(self: SparseTensor) -> Tensor:
     """The values as a dense tensor sharing their memory (``x.values()``)."""
     return self._values_t.detach()
@@ -60,13 +61,13 @@ def sparse_to(self: SparseTensor, dtype: D.dtype, device: Any) -> SparseTensor:
 
 
 @op("_sparse_to_dense", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "sparse._grads.mask(g, self)"})
+    grad={"self": lambda g, self: _grads.mask(g, self)})
 def sparse_to_dense(self: SparseTensor) -> Tensor:
     return to_dense_raw(self)
 
 
 @op("_dense_to_sparse", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "sparse._grads.densify(g)"})
+    grad={"self": lambda g: _grads.densify(g)})
 def dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
     """``self`` as a coalesced sparse tensor over its first ``sparse_dim`` dims: an entry for
     every position whose (dense sub-tensor of) values is not all zero."""
@@ -82,7 +83,7 @@ def dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
 
 
 @op("_sparse_mask", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "sparse._grads.densify(g)"})
+    grad={"self": lambda g: _grads.densify(g)})
 def sparse_mask(self: Tensor, mask: SparseTensor) -> SparseTensor:
     """``self`` (dense) read at the coalesced entries of ``mask``: ``dense.sparse_mask(mask)``."""
     mc = coalesce_raw(mask)

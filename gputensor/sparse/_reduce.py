@@ -17,6 +17,7 @@ import gputensor as gt
 from gputensor._ops._core import kernel, op
 from gputensor._tensor import Tensor, normalize_dim
 
+from . import _grads
 from ._cost import sparse_cost
 from ._helpers import cached, coalesce_raw, gather_at, linear_keys
 from ._tensor import SparseTensor, make_sparse
@@ -35,7 +36,7 @@ def split_dims(x: SparseTensor, dim: Any) -> tuple[list[int], list[int]]:
 
 
 @op("_sparse_sum", method=False, function=False, cost=sparse_cost(1, per="input"),
-    grad={"self": "sparse._grads.sum_backward(g, self, dim)"})
+    grad={"self": lambda g, self, dim: _grads.sum_backward(g, self, dim)})
 def _sparse_sum(self: SparseTensor, dim: Any = None) -> Tensor:
     vals = self._values_t
     if dim is None:
@@ -95,7 +96,7 @@ def _segments(xc: SparseTensor, d: int) -> tuple[Tensor, Tensor]:
 
 
 @op("_sparse_softmax", method=False, function=False, cost=sparse_cost(5, per="input"),
-    grad={"self": "sparse._reduce.softmax_backward(g, out, dim, log)"})
+    grad={"self": lambda g, out, dim, log: softmax_backward(g, out, dim, log)})
 def _sparse_softmax(self: SparseTensor, dim: int, log: bool = False) -> SparseTensor:
     xc = coalesce_raw(self)
     S = xc._sparse_dim

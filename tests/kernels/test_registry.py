@@ -99,3 +99,60 @@ def test_tensor_methods_come_from_the_registry_or_the_tensor_class():
     assert not stray, f"Tensor attributes set outside the registry: {stray}"
     assert {"T", "mT", "H", "mH", "__getitem__", "div_", "divide_", "new_zeros"} <= \
         set(TENSOR_METHODS)
+
+
+def test_cpu_and_cuda_backends_name_the_same_kernels():
+    """The CUDA backend supplies every CPU kernel under the same name, and no other (dense and
+    sparse): a frontend dispatches by device alone."""
+    import gputensor.kernels.cuda.ops  # noqa: F401  (registers the CUDA kernels)
+
+    for layout in ("strided", "sparse_coo"):
+        cpu, cuda = BACKENDS["cpu", layout].kernels, BACKENDS["cuda", layout].kernels
+        # (not custom ops, nor elementwise kernels, which each backend generates on first use)
+        builtin = {n for n in (*cpu, *cuda)
+                   if "::" not in n and not (n in OPS and OPS[n].expr is not None)}
+        assert sorted(builtin - set(cuda)) == [], f"{layout}: kernels missing on CUDA"
+        assert sorted(builtin - set(cpu)) == [], f"{layout}: CUDA-only kernels"
+
+
+def _derivatives():
+    from gputensor.autograd.derivatives import Derivative
+
+    return [op for op in OPS.values() if isinstance(op.derivative, Derivative)]
+
+
+@pytest.mark.parametrize("name", [op.name for op in _derivatives()])
+def test_every_derivative_formula_compiles_and_resolves_its_names(name):
+    """Expression formulas compile and every name they read is bound or in the formula
+    namespace; function formulas read only bound names, and every global their code uses
+    exists (a misspelt helper fails here, not at somebody's first backward)."""
+    import builtins
+
+    d = OPS[name].derivative
+    for arg, formula in d.formulas.items():
+        if formula is None:
+            continue
+        fn, params = d.compiled(arg)
+        assert callable(fn) and set(params) <= d._bound_names(), (name, arg)
+        if callable(formula):
+            code = formula.__code__
+            missing = [n for n in code.co_names
+                       if n not in formula.__globals__ and not hasattr(builtins, n)
+                       and not _is_attribute(code, n)]
+            assert missing == [], f"{name}: derivative for {arg!r} uses undefined {missing}"
+
+
+def _is_attribute(code, name: str) -> bool:
+    """Whether ``name`` appears in ``code`` only as an attribute (``x.name``), not a global."""
+    import dis
+
+    return all(ins.opname in ("LOAD_ATTR", "LOAD_METHOD", "STORE_ATTR")
+               for ins in dis.get_instructions(code) if ins.argval == name)
+
+
+def test_no_derivative_formula_names_a_helper_in_a_string():
+    """Helpers are referenced as code (a function formula), never by a dotted path in a
+    string, which tools cannot see."""
+    dotted = [(op.name, arg) for op in _derivatives() for arg, f in op.derivative.formulas.items()
+              if isinstance(f, str) and any(f"{pkg}." in f for pkg in ("_ops", "sparse"))]
+    assert dotted == []

@@ -230,3 +230,15 @@ def test_repr_matches_torch(name, args, kw):
     g, t = _module_pair(name, *args, **kw)
     assert repr(g) == repr(t)
     assert getattr(g, "stride", None) == getattr(t, "stride", None)
+
+
+@pytest.mark.parametrize("shape, size", [((2, 3, 10), 4), ((3, 7), 3), ((1, 2, 5), (5,)),
+                                         ((2, 2, 6), 1)])
+def test_adaptive_avg_pool1d_matches_torch(device, shape, size):
+    x, tx = _pair(shape, device)
+    got, want = gt.adaptive_avg_pool1d(x, size), TF.adaptive_avg_pool1d(tx, size)
+    assert_close(got, want)
+    g = random_array(tuple(want.shape), seed=3)
+    got.backward(gt.tensor(g, device=device))
+    want.backward(torch.from_numpy(g))
+    assert_close(x.grad, tx.grad)
