@@ -21,10 +21,12 @@ from . import (  # noqa: F401  (imported for their declarations)
     elementwise,
     indexing,
     linalg,
-    nn_ops,
+    nn,
     random,
-    reduction,
+    reduce,
+    scatter,
     shape,
+    sort,
     views,
 )
 

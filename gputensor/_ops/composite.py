@@ -88,7 +88,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,
           out: Tensor | None = None) -> Any:
     """Elements of input where condition holds, else of other; where(cond) = nonzero(as_tuple)."""
     if input is None and other is None:
-        from .shape import nonzero
+        from .sort import nonzero
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where() needs both input and other (or neither)")

@@ -109,7 +109,7 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
                     raise IndexError(f"The shape of the mask {list(t._shape)} at index {dim} "
                                      f"does not match the shape of the indexed tensor "
                                      f"{list(mask_shape)} at index {dim}")
-                from .shape import nonzero
+                from .sort import nonzero
                 nz = nonzero(t)
                 for j in range(k):
                     shape.append(self._shape[dim])

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor._ops._core import op
 from gputensor._tensor import Tensor
 

@@ -7,15 +7,16 @@ Nothing is compiled here; Numba compiles each kernel on first call and caches it
 from . import (  # noqa: F401
     conv,
     elementwise,
-    indexing,
     linalg,
     nn,
     optim,
     random,
-    reduction,
+    reduce,
+    scatter,
     shape,
+    sort,
     sparse,
 )
 
-__all__ = ["conv", "elementwise", "indexing", "linalg", "nn", "optim", "random", "reduction",
-           "shape", "sparse"]
+__all__ = ["conv", "elementwise", "linalg", "nn", "optim", "random", "reduce", "scatter",
+           "shape", "sort", "sparse"]

@@ -1,13 +1,13 @@
-"""CPU kernels for shape and indexing ops.
+"""CPU kernels for shape ops: joins, repeats, gathers (index_select, take, gather, advanced
+indexing), flips, rolls, triangles and padding; and the strided gather/scatter walker the
+scatter kernels (scatter.py) share.
 
 Every index reaching these kernels was checked by the frontend (gputensor/_ops/shape.py), so
 NumPy's ``mode="wrap"``, fancy indexing and the Numba walkers never see an out-of-range value.
-NumPy does the work where it has the operation (concatenate, take, stable sort, partition,
-bincount, and fancy indexing / ufunc.at for small gathers and scatters); Numba compiles the
-loops NumPy can't express efficiently or exactly: a strided gather/scatter walker for large
-gather/scatter/index_add (no index grids materialised, reductions applied in index order) and
-searchsorted's comparison-exact binary search. Outputs are preallocated by the frontend unless
-their size depends on the data (nonzero, masked_select, unique, repeat_interleave by tensor).
+NumPy does the work where it has the operation (concatenate, take, fancy indexing for small
+gathers); Numba compiles the loops NumPy can't express efficiently: a strided gather/scatter
+walker for large gather/scatter/index_add (no index grids materialised, reductions applied in
+index order).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import math
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
@@ -280,176 +280,17 @@ def gather(out: Tensor, x: Tensor, dim: int, index: Tensor) -> None:
         _run_walk(src, idx, o.view(src.dtype), idx.shape, dim, "gather")
 
 
-def _scatter_values(src: Any, idx: np.ndarray, dtype: np.dtype) -> Any:
-    """The part of ``src`` the index covers (a tensor), or the scalar cast to ``dtype``."""
-    if isinstance(src, Tensor):
-        return _h1(src)[tuple(slice(0, n) for n in idx.shape)]
-    return _cast(src, dtype)
 
 
-@CPU.register("scatter")
-def scatter(self: Tensor, dim: int, index: Tensor, src: Any, reduce: str | None) -> None:
-    idx = _h1(index)
-    _scatter_into(self, idx.shape, dim, idx, _scatter_values(src, idx, _h1(self).dtype), reduce)
+# -- advanced indexing -------------------------------------------------------------------------
+def _np_index(adv: list[Any]) -> tuple:
+    return tuple(slice(None) if a is None else a._host for a in adv)
 
 
-@CPU.register("scatter_reduce")
-def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
-                   include_self: bool) -> None:
-    a, idx = _h1(self), _h1(index)
-    vals = _scatter_values(src, idx, a.dtype)
-    if not include_self:
-        # Scattered-to positions start from the reduction's identity instead of self.
-        identity = {"sum": 0, "mean": 0, "prod": 1}.get(reduce)
-        if identity is None:
-            identity = _extreme(self.dtype, a.dtype, highest=reduce == "amin")
-        _scatter_into(self, idx.shape, dim, idx, _cast(identity, a.dtype), None)
-    _scatter_into(self, idx.shape, dim, idx, vals, reduce)
-    if reduce != "mean":
-        return
-    counts = np.full(a.shape, 1 if include_self else 0, np.int64)
-    _scatter_into(Tensor._from_np(counts), idx.shape, dim, idx, 1, "sum")
-    np.maximum(counts, 1, out=counts)
-    if self.dtype.category <= D.INTEGRAL:
-        a[...] = np.floor_divide(a, counts).astype(a.dtype)
-    else:
-        a[...] = (a / counts).astype(a.dtype)
+@CPU.register("_index")
+def index(base: Tensor, adv: list[Any]) -> Tensor:
+    return Tensor._from_np(np.ascontiguousarray(base._host[_np_index(adv)]))
 
-
-@CPU.register("index_add")
-def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
-    a, s = _h1(self), _h1(source)
-    if alpha != 1:
-        s = s * _cast(alpha, a.dtype)
-    idx = _h1(index).reshape(tuple(-1 if k == dim else 1 for k in range(s.ndim)))
-    _scatter_into(self, s.shape, dim, idx, s.astype(a.dtype, copy=False), "sum")
-
-
-@CPU.register("index_copy")
-def index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor) -> None:
-    a = _h1(self)
-    a[_along_dim(dim, _h1(index))] = _h1(source)
-
-
-@CPU.register("index_fill")
-def index_fill(self: Tensor, dim: int, index: Tensor, value: Any) -> None:
-    """Indices lie in [-size, size); NumPy wraps the negative ones like PyTorch does."""
-    a = _h1(self)
-    a[_along_dim(dim, _h1(index))] = _cast(value, a.dtype)
-
-
-# -- masks -----------------------------------------------------------------------------------
-@CPU.register("masked_fill")
-def masked_fill(self: Tensor, mask: Tensor, value: Any) -> None:
-    a = self._host
-    np.copyto(a, _cast(value, a.dtype), where=np.broadcast_to(mask._host, a.shape))
-
-
-@CPU.register("masked_scatter")
-def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
-    a = self._host
-    m = mask._host
-    n = int(np.count_nonzero(m))
-    a[m] = source._host.reshape(-1)[:n]
-
-
-@CPU.register("masked_select")
-def masked_select(x: Tensor, mask: Tensor) -> Tensor:
-    return Tensor._from_np(np.ascontiguousarray(x._host[mask._host]))
-
-
-@CPU.register("nonzero")
-def nonzero(x: Tensor) -> Tensor:
-    return Tensor._from_np(np.argwhere(x._host).astype(np.int64, copy=False))
-
-
-# -- sorting ---------------------------------------------------------------------------------
-def _argsort(key: np.ndarray, axis: int, descending: bool) -> np.ndarray:
-    """Stable argsort; descending keeps equal elements in index order and puts NaN first."""
-    if not descending:
-        return np.argsort(key, axis=axis, kind="stable")
-    # Sort the reversed array ascending, reverse the result: equal runs stay in index order.
-    idx = np.flip(np.argsort(np.flip(key, axis), axis=axis, kind="stable"), axis)
-    return (key.shape[axis] - 1) - idx
-
-
-@CPU.register("sort")
-def sort(values: Tensor, indices: Tensor, x: Tensor, dim: int, descending: bool) -> None:
-    a = _h1(x)
-    idx = _argsort(_key(a, x.dtype), dim, descending)
-    _h1(indices)[...] = idx
-    _h1(values)[...] = np.take_along_axis(a, idx, dim)
-
-
-def _topk_indices(key: np.ndarray, dim: int, k: int, largest: bool) -> np.ndarray:
-    n = key.shape[dim]
-    if k * 8 >= n:
-        return np.take(_argsort(key, dim, largest), np.arange(k), axis=dim)
-    # Partition out k candidates, order them by index (so ties keep index order), then sort.
-    part = np.argpartition(key, n - k if largest else k - 1, axis=dim)
-    cand = np.sort(np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=dim),
-                   axis=dim)
-    order = _argsort(np.take_along_axis(key, cand, dim), dim, largest)
-    return np.take_along_axis(cand, order, dim)
-
-
-@CPU.register("topk")
-def topk(values: Tensor, indices: Tensor, x: Tensor, dim: int, k: int, largest: bool) -> None:
-    a = _h1(x)
-    idx = _topk_indices(_key(a, x.dtype), dim, k, largest)
-    _h1(indices)[...] = idx
-    _h1(values)[...] = np.take_along_axis(a, idx, dim)
-
-
-@CPU.register("kthvalue")
-def kthvalue(values: Tensor, indices: Tensor, x: Tensor, dim: int, k: int) -> None:
-    """Writes into outputs that keep ``dim`` with size 1."""
-    a = _h1(x)
-    part = np.argpartition(_key(a, x.dtype), k - 1, axis=dim)
-    idx = np.take(part, [k - 1], axis=dim)
-    _h1(indices)[...] = idx
-    _h1(values)[...] = np.take_along_axis(a, idx, dim)
-
-
-# -- unique ----------------------------------------------------------------------------------
-def _row_order(rows: np.ndarray) -> np.ndarray:
-    """A stable lexicographic order of the rows of a 2-d array."""
-    if rows.shape[1] == 1:
-        return np.argsort(rows[:, 0], kind="stable")
-    return np.lexsort(rows.T[::-1])
-
-
-@CPU.register("unique")
-def unique(x: Tensor, sort_first: bool, dim: int | None) -> tuple[Tensor, Tensor, Tensor]:
-    """Unique elements (dim None) or slices along ``dim``, sorted or consecutive.
-
-    NaNs compare unequal, so each stays its own entry, as in PyTorch.
-    """
-    a = x._host
-    if dim is None:
-        moved = a.reshape(-1, 1)
-    else:
-        a = np.moveaxis(_h1(x), dim, 0)
-        moved = a.reshape(a.shape[0], int(np.prod(a.shape[1:])))
-    n = moved.shape[0]
-    key = _key(moved, x.dtype)
-    order = _row_order(key) if sort_first else np.arange(n)
-    ordered = key[order]
-    starts = np.ones(n, np.bool_)
-    if n:
-        starts[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
-    first = np.flatnonzero(starts)
-    counts = np.diff(np.append(first, n)).astype(np.int64)
-    inverse = np.empty(n, np.int64)
-    inverse[order] = np.cumsum(starts) - 1
-    picked = moved[order[first]]
-    if dim is None:
-        values = picked.reshape(-1)
-        inverse = inverse.reshape(x._shape)
-    else:
-        values = np.moveaxis(picked.reshape((len(first),) + a.shape[1:]), 0, dim)
-    return (Tensor._from_np(np.ascontiguousarray(values)), Tensor._from_np(inverse),
-            Tensor._from_np(counts))
 
 
 # -- flips, rolls, triangles, padding ----------------------------------------------------------
@@ -517,84 +358,3 @@ def pad(out: Tensor, x: Tensor, widths: list[tuple[int, int]], mode: str, value:
         src.append(slice(max(-lo, 0), max(-lo, 0) + length))
         dst.append(slice(max(lo, 0), max(lo, 0) + length))
     o[tuple(dst)] = a[tuple(src)]
-
-
-# -- searching and counting --------------------------------------------------------------------
-@njit(cache=True)
-def _bsearch_rows(bnd: np.ndarray, vals: np.ndarray, out: np.ndarray, right: bool) -> None:
-    # PyTorch's bounds use raw comparisons, so NaN boundaries/values behave as in PyTorch.
-    n = bnd.shape[1]
-    rows, m = vals.shape
-    for r in range(rows):
-        br = bnd[r if bnd.shape[0] > 1 else 0]
-        for j in range(m):
-            v = vals[r, j]
-            lo, hi = 0, n
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                b = br[mid]
-                if (not (b > v)) if right else (not (b >= v)):
-                    lo = mid + 1
-                else:
-                    hi = mid
-            out[r, j] = lo
-
-
-@njit(cache=True, parallel=True)
-def _bsearch_flat_parallel(bnd: np.ndarray, vals: np.ndarray, out: np.ndarray,
-                           right: bool) -> None:
-    n = bnd.shape[0]
-    for j in prange(vals.shape[0]):
-        v = vals[j]
-        lo, hi = 0, n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            b = bnd[mid]
-            if (not (b > v)) if right else (not (b >= v)):
-                lo = mid + 1
-            else:
-                hi = mid
-        out[j] = lo
-
-
-def _compute_array(a: np.ndarray, dt: D.dtype) -> np.ndarray:
-    """A C-contiguous copy in a dtype Numba compares in (float16/bfloat16 -> float32)."""
-    target = _WIDEN.get(dt, np.uint8 if dt is D.bool else dt.np_dtype)
-    return np.ascontiguousarray(a, dtype=target)
-
-
-@CPU.register("searchsorted")
-def searchsorted(out: Tensor, boundaries: Tensor, values: Tensor, right: bool,
-                 sorter: Tensor | None, compute: D.dtype) -> None:
-    bnd = boundaries._host
-    if sorter is not None:
-        bnd = np.take_along_axis(bnd, sorter._host, -1)
-    bnd = _compute_array(bnd, compute)
-    vals = _compute_array(values._host, compute)
-    result = np.empty(vals.shape, np.int64)
-    if bnd.ndim == 1 and vals.size >= PARALLEL_THRESHOLD:
-        _bsearch_flat_parallel(bnd, vals.reshape(-1), result.reshape(-1), right)
-    else:
-        rows = 1 if bnd.ndim == 1 else bnd.size // bnd.shape[-1]
-        _bsearch_rows(bnd.reshape(rows, bnd.shape[-1]), vals.reshape(rows, -1),
-                      result.reshape(rows, -1), right)
-    out._host[...] = result
-
-
-@CPU.register("bincount")
-def bincount(out: Tensor, x: Tensor, weights: Tensor | None) -> None:
-    w = None if weights is None else _key(weights._host, weights.dtype).astype(np.float64)
-    out._host[...] = np.bincount(x._host, weights=w, minlength=out._shape[0])
-
-
-@CPU.register("histc")
-def histc(out: Tensor, x: Tensor, bins: int, lo: float, hi: float) -> None:
-    """Bin b holds lo + b*w <= v < lo + (b+1)*w (v == hi goes to the last bin), computed in the
-    input's precision like PyTorch; values outside [lo, hi] and NaN are ignored."""
-    a = _key(x._host.reshape(-1), x.dtype)
-    ft = a.dtype.type
-    lo_t, hi_t = ft(lo), ft(hi)
-    a = a[(a >= lo_t) & (a <= hi_t)]
-    pos = ((a - lo_t) * ft(bins) / (hi_t - lo_t)).astype(np.int64)
-    np.minimum(pos, bins - 1, out=pos)
-    out._host[...] = np.bincount(pos, minlength=bins)

@@ -1,6 +1,6 @@
 // Reductions, arg-extrema, scans and softmax for the CUDA backend.
 //
-// Every reduction is one pass over its input. The launcher (kernels/cuda/ops/reduction.py)
+// Every reduction is one pass over its input. The launcher (kernels/cuda/ops/reduce.py)
 // describes the input as kept dims (one output each, row-major) and reduced dims (the index k,
 // row-major), merged where memory allows, in a small int64 array:
 //     meta = [nk, ksize[nk], kstride[nk], nr, rsize[nr], rstride[nr]]   (element strides)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor.kernels.cuda.ops import reduction as cuda_reduction
+from gputensor.kernels.cuda.ops import reduce as cuda_reduction
 from gputensor.kernels.registry import OPS
 
 torch = pytest.importorskip("torch")

@@ -16,7 +16,7 @@ import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._ops._core import result_type
 from gputensor._ops.elementwise import _rule_dtypes
-from gputensor.kernels.cuda import elementwise as E
+from gputensor.kernels.cuda import elementwise_codegen as E
 from gputensor.kernels.registry import BACKENDS, OPS
 
 cuda = pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runtime")

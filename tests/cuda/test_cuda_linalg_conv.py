@@ -1,4 +1,4 @@
-"""The CUDA backend's matrix products, einsum, convolutions and pools (kernels/cuda/gemm.cu,
+"""The CUDA backend's matrix products, einsum, convolutions and pools (kernels/cuda/linalg.cu,
 kernels/cuda/conv.cu and kernels/cuda/ops/{linalg,conv}.py) against the CPU backend.
 
 Covers what the shared suites don't: every tiled-GEMM dtype with sizes that cross tile and block

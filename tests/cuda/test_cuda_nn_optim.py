@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor._ops import nn_ops as N
+from gputensor._ops import nn as N
 from gputensor._ops._core import empty
 from gputensor.kernels.cuda.ops import nn as cuda_nn
 from gputensor.kernels.registry import CPU, CUDA

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runt
 
 
 def _reduction() -> Any:
-    from gputensor.kernels.cuda.ops import reduction
+    from gputensor.kernels.cuda.ops import reduce as reduction
 
     return reduction
 

@@ -24,7 +24,7 @@ import pytest
 import gputensor as gt
 from gputensor import _dtype as D
 from gputensor.kernels.cuda import device, nvrtc
-from gputensor.kernels.cuda import elementwise as E
+from gputensor.kernels.cuda import elementwise_codegen as E
 from gputensor.kernels.cuda.emulator import compile_source
 from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
 from gputensor.kernels.cuda.runtime import DevicePtr, Param, scalar_value

@@ -229,7 +229,7 @@ def test_availability_reports_missing_wheels(monkeypatch):
 def _elementwise_spec(op, dt, compute, out_dt):
     """The kernel spec of ``op`` over array operands of ``dt`` (``_where``'s condition bool)."""
     from gputensor import _dtype as D
-    from gputensor.kernels.cuda import elementwise as cuda_ew
+    from gputensor.kernels.cuda import elementwise_codegen as cuda_ew
 
     ins = tuple(D.bool if op.name == "_where" and i == 0 else dt for i in range(op.arity))
     return cuda_ew.KernelSpec(op.name, cuda_ew.effective_expr(op, compute), tuple(op.params),
@@ -243,7 +243,7 @@ def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
     the op's dtype rule accepts them."""
     import gputensor as gt
     from gputensor._ops.elementwise import _rule_dtypes
-    from gputensor.kernels.cuda import elementwise as cuda_ew
+    from gputensor.kernels.cuda import elementwise_codegen as cuda_ew
     from gputensor.kernels.registry import OPS
 
     specs = []
@@ -277,7 +277,7 @@ COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs",
 def test_complex_elementwise_kernels_compile_for_real_gpus(arch: str):
     import gputensor as gt
     from gputensor._ops.elementwise import _rule_dtypes
-    from gputensor.kernels.cuda import elementwise as cuda_ew
+    from gputensor.kernels.cuda import elementwise_codegen as cuda_ew
     from gputensor.kernels.registry import OPS
 
     specs = []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor.kernels.cpu import reduction as cpu_reduction
+from gputensor.kernels.cpu import reduce as cpu_reduction
 from tests.helpers import assert_close, helper_test_op, noncontiguous, random_array, torch
 
 pytestmark = pytest.mark.skipif(torch is None, reason="PyTorch (CPU) oracle not installed")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor.nn.functional._dropout import dropout, dropout1d, dropout2d, dropout3d
 from gputensor.nn.functional._sparse import embedding
 from gputensor.nn.modules.dropout import Dropout, Dropout1d, Dropout2d, Dropout3d

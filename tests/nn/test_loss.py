@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor.nn.functional import _loss as L
 from gputensor.nn.modules import loss as M
 from tests.helpers import assert_close, random_array

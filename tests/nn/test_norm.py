@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor.nn.functional._norm import batch_norm, group_norm, layer_norm
 from gputensor.nn.modules.batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
 from gputensor.nn.modules.normalization import GroupNorm, LayerNorm

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]

@@ -13,7 +13,7 @@ import warnings
 
 import gputensor as gt
 from gputensor import _dtype as D
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",

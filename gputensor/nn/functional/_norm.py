@@ -1,7 +1,7 @@
 """Normalization functions: batch_norm, layer_norm, group_norm (torch.nn.functional's).
 
 Training-mode batch norm, layer norm and group norm each run one fused op (gputensor/_ops/
-nn_ops.py) whose backward is one fused op too. Eval-mode batch norm folds the running
+nn.py) whose backward is one fused op too. Eval-mode batch norm folds the running
 statistics and the affine into a per-channel scale and shift: one elementwise pass, with
 gradients from the elementwise ops.
 """
@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 import gputensor as gt
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
 __all__ = ["batch_norm", "layer_norm", "group_norm"]

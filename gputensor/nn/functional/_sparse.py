@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gputensor as gt
 from gputensor import _dtype as D
-from gputensor._ops import nn_ops
+from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
 __all__ = ["embedding"]

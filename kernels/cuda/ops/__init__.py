@@ -11,7 +11,7 @@ from . import (  # noqa: F401
     nn,
     optim,
     random,
-    reduction,
+    reduce,
     scatter,
     shape,
     sort,

@@ -1,5 +1,5 @@
 """The CUDA backend's elementwise kernels: each op's one expression rendered to CUDA C
-(kernels/cuda/elementwise.py), compiled once per kernel spec and launched on device tensors.
+(kernels/cuda/elementwise_codegen.py), compiled once per kernel spec and launched on device tensors.
 
 Operands that are contiguous with the output's shape are indexed flat; anything else (strided,
 broadcast, offset views, non-contiguous outputs) passes the address of each operand's first
@@ -21,7 +21,7 @@ from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
-from .. import elementwise as E
+from .. import elementwise_codegen as E
 from ..device import CONSTANTS_MAX, NVRTC_OPTIONS, constant_array, launch_kernel, ptr, runtime
 
 _kernels: dict[tuple[int, E.KernelSpec], Any] = {}  # (id(runtime), spec) -> compiled kernel

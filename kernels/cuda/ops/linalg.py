@@ -14,7 +14,7 @@ Two engines serve it:
   unit stride is read in place through the transpose flags (no copy); batch dims that merge
   into one stride for all operands (contiguous or broadcast batches) are one call, others
   loop over the outer dims.
-- integer and bool dtypes run the tiled shared-memory kernel in gemm.cu, which takes all strides
+- integer and bool dtypes run the tiled shared-memory kernel in linalg.cu, which takes all strides
   (batch strides in a small device array), so it never copies an operand.
 
 einsum mirrors what NumPy's einsum does for the CPU kernel with products: repeated labels become
@@ -50,7 +50,7 @@ from ..device import (
 from ..dtypes import CTYPES, SHORT
 from ..runtime import DevicePtr
 
-SOURCE = CudaSource("gemm.cu")
+SOURCE = CudaSource("linalg.cu")
 
 # cuBLAS-style gemm dtypes, and the tiled kernel's: (dtype, accumulator, host scalar type).
 BLAS_DTYPES = (D.float16, D.bfloat16, D.float32, D.float64, D.complex64, D.complex128)
@@ -59,7 +59,7 @@ _ACC = {D.bool: ("bool", "bool"), D.float16: ("float", "float"),
         D.float64: ("double", "double")}
 TILED_DTYPES = (D.bool, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16,
                 D.float32, D.float64)
-_TILE = 64       # output tile side of the tiled kernel (gemm.cu: BM = BN)
+_TILE = 64       # output tile side of the tiled kernel (linalg.cu: BM = BN)
 _THREADS = 16    # threads per block side
 _MAX_GRID_YZ = 65535
 

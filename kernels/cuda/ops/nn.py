@@ -1,6 +1,6 @@
 """CUDA backend kernels of the neural-network ops (kernels/cuda/nn.cu): batch/layer/group norm,
 NLL loss and embedding, registered under the CPU kernels' names and signatures
-(kernels/cpu/nn.py) so the frontends in gputensor/_ops/nn_ops.py dispatch by device alone.
+(kernels/cpu/nn.py) so the frontends in gputensor/_ops/nn.py dispatch by device alone.
 
 The launchers only shape launches: per-channel parameters are brought to the kernels'
 accumulator dtype (float32 for 16-bit floats and float32, float64 for float64) by device ops,

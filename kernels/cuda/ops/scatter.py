@@ -1,6 +1,6 @@
 """The CUDA backend's scatter / in-place indexing kernels (kernels/cuda/scatter.cu).
 
-Same names and calling conventions as the CPU kernels (kernels/cpu/shape.py and indexing.py):
+Same names and calling conventions as the CPU kernels (kernels/cpu/scatter.py):
 scatter, scatter_reduce, index_add, index_copy, index_fill, masked_fill, masked_scatter and
 _index_put. The first five are one strided walk over index positions, specialised by a mode:
 

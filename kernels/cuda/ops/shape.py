@@ -1,5 +1,5 @@
 """The CUDA backend's shape and gather kernels (kernels/cuda/shape.cu), registered under the
-CPU kernels' names and signatures (kernels/cpu/shape.py, kernels/cpu/indexing.py).
+CPU kernels' names and signatures (kernels/cpu/shape.py).
 
 These ops only move elements, so each kernel is instantiated per element size (1/2/4/8-byte
 words) and works on any dtype of that size. Tensors pass as their storage's base pointer plus

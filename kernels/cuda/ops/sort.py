@@ -1,6 +1,6 @@
 """The CUDA backend's sorting, searching and data-dependent-size kernels (kernels/cuda/sort.cu).
 
-Same names and signatures as the CPU kernels in kernels/cpu/shape.py. Sorting is a stable sort
+Same names and signatures as the CPU kernels in kernels/cpu/sort.py. Sorting is a stable sort
 of 64-bit order keys along a dim (a shared-memory bitonic sort of tiles, then global merge
 passes), so sort/argsort/topk/kthvalue return the CPU backend's stable indices. nonzero,
 masked_select and unique scan 0/1 flags on the device and read back one integer, the output

@@ -1,6 +1,6 @@
 """The CUDA backend's reductions, arg-extrema, scans and softmax (kernels/cuda/reduce.cu).
 
-Same names and signatures as kernels/cpu/reduction.py. The CPU backend plans a reduction as a
+Same names and signatures as kernels/cpu/reduce.py. The CPU backend plans a reduction as a
 strided (O, K, I) view; here the input is described to the kernel directly: its kept dims (one
 output each, in the result's row-major order) and its reduced dims, size-1 dims dropped and
 neighbours merged where memory allows, with their element strides in a small device array.

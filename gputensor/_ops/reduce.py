@@ -539,7 +539,7 @@ def _log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     return _softmax_grad_op("_log_softmax_backward", grad, output, dim, log=True)
 
 
-# -- derivative helpers (formulas reach them as _ops.reduction.<name>); all written with
+# -- derivative helpers (formulas reach them as _ops.reduce.<name>); all written with
 # differentiable ops so that double backward works ----------------------------------------------
 def _evenly(g: Tensor, input: Tensor, value: Tensor, dim: Any, keepdim: bool) -> Tensor:
     """The gradient of a value-selecting reduction (amax, amin, max(), aminmax): g split evenly

@@ -23,7 +23,7 @@ from gputensor.kernels.registry import memory_cost
 
 from ._core import empty, kernel, op
 from .elementwise import elementwise
-from .reduction import aminmax
+from .reduce import aminmax
 
 _B, _T = 2, 3
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
