@@ -79,128 +79,147 @@ def _check_bool_operands(op: OpDef, compute: D.dtype, inputs: list) -> None:
                                f"{op.name}: bool operands are not supported")
 
 
-def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
-    arity = op.arity
-    param_names = op.params
-    defaults = op.defaults
-    checks = (_check_int_divisor, _check_pow_exponent, _check_bool_operands)
-    param_map = op.param_map
-    needs_checks = op.int_div or op.reject_bool_operands or op.int_pow
-    int_identity = op.int_identity
-    rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
-    kernels = kernel_cache()  # device type -> kernel
-    resolve_params = op.resolve_params
+def _bind_params(op: OpDef, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
+    """(inputs, params) of a call: params from keywords, positions after the inputs (e.g.
+    ``leaky_relu(x, 0.2)``) or defaults, mapped to the kernel's values (``param_map``)."""
+    arity, names, defaults = op.arity, op.params, op.defaults
+    if len(args) != arity:
+        if len(args) > arity and len(args) - arity <= len(names):
+            for k, v in zip(names, args[arity:], strict=False):
+                kwargs.setdefault(k, v)
+            args = args[:arity]
+        else:
+            raise TypeError(f"{op.name}() takes {arity} tensor argument(s), got {len(args)}")
+    unknown = set(kwargs) - set(names)
+    if unknown:
+        raise TypeError(f"{op.name}() got unexpected keyword argument(s) {sorted(unknown)}")
+    params = tuple(kwargs.get(k, defaults.get(k)) for k in names)
+    if op.param_map:
+        params = tuple(op.param_map[k][v] if k in op.param_map and v in op.param_map[k] else v
+                       for k, v in zip(names, params, strict=True))
+    return args, params
 
-    default_params = tuple(defaults.get(k) for k in param_names)
 
-    def prepare(args: tuple, kwargs: dict) -> tuple[list, tuple]:
-        if not kwargs and len(args) == arity:
-            return args, default_params
-        if len(args) != arity:
-            # Positional params after the inputs, e.g. leaky_relu(x, 0.2).
-            if len(args) > arity and len(args) - arity <= len(param_names):
-                for k, v in zip(param_names, args[arity:], strict=False):
-                    kwargs.setdefault(k, v)
-                args = args[:arity]
-            else:
-                raise TypeError(f"{op.name}() takes {arity} tensor argument(s), got {len(args)}")
-        unknown = set(kwargs) - set(param_names)
-        if unknown:
-            raise TypeError(f"{op.name}() got unexpected keyword argument(s) {sorted(unknown)}")
-        params = tuple(kwargs.get(k, defaults.get(k)) for k in param_names)
-        if param_map:
-            params = tuple(param_map[k][v] if k in param_map and v in param_map[k] else v
-                           for k, v in zip(param_names, params, strict=True))
-        return args, params
-
-    def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
-                        inplace: Tensor | None) -> Tensor:
-        t0 = None
-        for x in inputs:
-            if isinstance(x, Tensor):
-                t0 = x
-                break
-        if t0 is None:
-            raise TypeError(f"{op.name}(): expected at least one Tensor argument, got "
-                            f"{[type(x).__name__ for x in inputs]}")
-        # Fast path: all operands tensors of one dtype, device and shape.
-        dt = t0._dtype
-        shape = t0._shape
-        dev = t0._storage.device
-        same = True        # every operand an exact Tensor of t0's dtype and device...
-        same_shape = True  # ...and of its shape
-        for x in inputs:
-            if type(x) is not Tensor or x._dtype is not dt or x._storage.device is not dev:
-                same = False
-                break
-            if x._shape != shape:
-                same_shape = False
-        if same and not same_shape:  # broadcasting alone: no promotion or device moves
+def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, ...]] | None:
+    """(inputs, promoted dtype, device, broadcast shape) of operands that are not all one
+    exact-Tensor dtype, device and shape; None when a sparse operand routes the call to the
+    sparse elementwise path. Promotion and device checks happen here, before any kernel."""
+    # Plain loops, not generators: this runs on every call off the fast path.
+    t0 = None
+    for x in inputs:
+        if isinstance(x, Tensor):
+            t0 = x
+            break
+    if t0 is None:
+        raise TypeError(f"{op.name}(): expected at least one Tensor argument, got "
+                        f"{[type(x).__name__ for x in inputs]}")
+    dt, dev, shape = t0._dtype, t0._storage.device, t0._shape
+    same = True        # every operand an exact Tensor of t0's dtype and device...
+    same_shape = True  # ...and of its shape
+    for x in inputs:
+        if type(x) is not Tensor or x._dtype is not dt or x._storage.device is not dev:
+            same = False
+            break
+        if x._shape != shape:
+            same_shape = False
+    if same:  # no promotion or device moves; broadcasting only when the shapes differ
+        if not same_shape:
             shapes = []
             for x in inputs:
                 shapes.append(x._shape)
             shape = broadcast_shapes(*shapes)
-        elif not same:
-            for x in inputs:
-                if getattr(x, "_sparse", False):   # a sparse operand never meets a dense kernel
-                    from gputensor.sparse._elementwise import route
-                    return route(op.name, inputs, params, out, inplace)
-            dt = result_type(*inputs)
-            dev = _core.common_device(*inputs, op_name=op.name)
-            if dev.type != "cpu":  # 0-dim CPU tensors join a device op as scalars, moved over
-                inputs = [x.to(dev) if isinstance(x, Tensor) and x._storage.device is not dev
-                          else x for x in inputs]
-            shape = broadcast_shapes(*(x._shape for x in inputs if isinstance(x, Tensor)))
+        return inputs, dt, dev, shape
+    if any(getattr(x, "_sparse", False) for x in inputs):  # never meets a dense kernel
+        return None
+    dt = result_type(*inputs)
+    dev = _core.common_device(*inputs, op_name=op.name)
+    if dev.type != "cpu":  # 0-dim CPU tensors join a device op as scalars, moved over
+        inputs = [x.to(dev) if isinstance(x, Tensor) and x._storage.device is not dev else x
+                  for x in inputs]
+    return inputs, dt, dev, broadcast_shapes(*(x._shape for x in inputs if isinstance(x, Tensor)))
+
+
+def _result(op: OpDef, shape: tuple[int, ...], out_dt: D.dtype, dev: Any, out: Any,
+            inplace: Tensor | None) -> Tensor:
+    """The tensor the kernel writes: the in-place target or ``out=``, checked against the
+    broadcast shape and result dtype."""
+    if inplace is not None:
+        if tuple(shape) != inplace._shape:
+            raise RuntimeError(f"output with shape {list(inplace._shape)} doesn't match the "
+                               f"broadcast shape {list(shape)} (in {op.name}_)")
+        if not D.can_cast(out_dt, inplace._dtype):
+            raise RuntimeError(f"result type {out_dt.legacy_name} can't be cast to the "
+                               f"desired output type {inplace._dtype.legacy_name}")
+        return inplace
+    check_out(out, shape, out_dt, dev, op.name)
+    return out
+
+
+def _fast_rules(op: OpDef) -> dict[D.dtype, tuple[D.dtype, D.dtype]]:
+    """dtype -> (compute, out) for operands that need no checks and whose rule doesn't depend
+    on the default dtype: the fast paths skip promotion, broadcasting and checks for them."""
+    rules: dict[D.dtype, tuple[D.dtype, D.dtype]] = {}
+    if op.resolve_params is not None or op.int_identity:
+        return rules
+    needs_checks = op.int_div or op.reject_bool_operands or op.int_pow
+    for dt in D.DTYPES:
+        if dt.category <= D.INTEGRAL and (needs_checks or op.dtype_rule in _FLOAT_RESULT):
+            continue
+        try:
+            rules[dt] = _rule_dtypes(op, dt)
+        except RuntimeError:
+            continue
+    return rules
+
+
+def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
+    """The op's frontend and in-place form: a fast path for operands of one dtype, shape and
+    device (and dtype-keeping Python numbers), else the plan (promotion, checks, broadcast,
+    output), then the backend kernel, looked up once per device type."""
+    arity = op.arity
+    checks = [c for c, on in ((_check_int_divisor, op.int_div), (_check_pow_exponent, op.int_pow),
+                              (_check_bool_operands, op.reject_bool_operands)) if on]
+    rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
+    fast_rules = _fast_rules(op)
+    default_params = tuple(op.defaults.get(k) for k in op.params)
+    kernels = kernel_cache()  # device type -> kernel; emptied when the profiler swaps tables
+    cached_kernel = kernels.get
+    resolve_params, int_identity = op.resolve_params, op.int_identity
+
+    def load_kernel(device_type: str) -> Callable:
+        k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
+        return k
+
+    def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
+                        inplace: Tensor | None) -> Tensor:
+        planned = _broadcast(op, inputs)
+        if planned is None:
+            from gputensor.sparse._elementwise import route
+            return route(op.name, inputs, params, out, inplace)
+        inputs, dt, dev, shape = planned
         rd = rule_cache.get((dt, D._default_dtype))
         if rd is None:
             rd = rule_cache[dt, D._default_dtype] = _rule_dtypes(op, dt)
         compute, out_dt = rd
-        if needs_checks:
-            for check in checks:
-                check(op, compute, inputs)
+        for check in checks:
+            check(op, compute, inputs)
         if resolve_params is not None:
             params = resolve_params(params, compute)
-        if inplace is not None:
-            if tuple(shape) != inplace._shape:
-                raise RuntimeError(f"output with shape {list(inplace._shape)} doesn't match the "
-                                   f"broadcast shape {list(shape)} (in {op.name}_)")
-            if not D.can_cast(out_dt, inplace._dtype):
-                raise RuntimeError(f"result type {out_dt.legacy_name} can't be cast to the "
-                                   f"desired output type {inplace._dtype.legacy_name}")
-            result = inplace
-        elif out is not None:
-            check_out(out, shape, out_dt, dev, op.name)
-            result = out
-        else:
-            result = empty(shape, out_dt, dev)
+        result = empty(shape, out_dt, dev) if out is None and inplace is None else \
+            _result(op, shape, out_dt, dev, out, inplace)
         if int_identity and compute.category <= D.INTEGRAL:
             # floor/ceil/... of an integer is the integer itself
             BACKENDS[dev.type, "strided"].kernel("_copy")(result, inputs[:1], params, compute)
         else:
-            k = kernels.get(dev.type)
-            if k is None:
-                k = kernels[dev.type] = BACKENDS[dev.type, "strided"].kernel(op.name)
-            k(result, inputs, params, compute)
+            (cached_kernel(dev.type) or load_kernel(dev.type))(result, inputs, params, compute)
         if result is not inplace and out is None:
             return result
         result._storage._version += 1
         return result
 
-    # dtype -> (compute, out) for operands that need no checks and whose rule doesn't depend on
-    # the default dtype: the fast path below skips promotion, broadcasting and checks for them.
-    fast_rules: dict[D.dtype, tuple[D.dtype, D.dtype]] = {}
-    if resolve_params is None and not int_identity:
-        for dt in D.DTYPES:
-            if (dt.category <= D.INTEGRAL and (needs_checks or op.dtype_rule in _FLOAT_RESULT)):
-                continue
-            try:
-                fast_rules[dt] = _rule_dtypes(op, dt)
-            except RuntimeError:
-                continue
-
     def frontend(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
         if kwargs or len(args) != arity:
-            args, params = prepare(args, kwargs)
+            args, params = _bind_params(op, args, kwargs)
         else:
             params = default_params
         t0 = args[0]
@@ -212,10 +231,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                 rule = fast_rules.get(dt)
                 if rule is not None:
                     result = empty_cpu(shape, rule[1]) if dev is CPU else empty(shape, rule[1], dev)
-                    k = kernels.get(dev.type)
-                    if k is None:
-                        k = kernels[dev.type] = BACKENDS[dev.type, "strided"].kernel(op.name)
-                    k(result, args, params, rule[0])
+                    (cached_kernel(dev.type) or load_kernel(dev.type))(result, args, params,
+                                                                       rule[0])
                     if is_grad_enabled():
                         op.derivative.record(result, args, params)
                     return result
@@ -243,16 +260,16 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             inputs = (self, *args)
             dt = self._dtype
             rule = fast_rules.get(dt)
-            if rule is not None and rule[1] is dt and \
-                    _same_kind(inputs, dt, self._shape, self._storage.device):
-                k = kernels.get(self._storage.device.type)
-                if k is None:
-                    k = kernels[self._storage.device.type] = \
-                        BACKENDS[self._storage.device.type, "strided"].kernel(op.name)
-                k(self, inputs, default_params, rule[0])
+            dev = self._storage.device
+            if rule is not None and rule[1] is dt and _same_kind(inputs, dt, self._shape, dev):
+                (cached_kernel(dev.type) or load_kernel(dev.type))(self, inputs, default_params,
+                                                                   rule[0])
                 self._storage._version += 1
                 return self
-        inputs, params = prepare((self, *args), kwargs)
+        if kwargs or len(args) != arity - 1:
+            inputs, params = _bind_params(op, (self, *args), kwargs)
+        else:
+            inputs, params = (self, *args), default_params
         return compute_and_run(inputs, params, None, self)
 
     frontend.__name__ = op.name
