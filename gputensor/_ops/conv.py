@@ -15,9 +15,15 @@ kernels live in kernels/cpu/conv.py; a CUDA backend plugs in under the same name
     _adaptive_avg_pool2d(out, input) / _adaptive_avg_pool2d_backward(grad_input, grad_output)
     _adaptive_max_pool2d(out, indices, input)
 
-Kernels receive 4-D tensors (unbatched inputs get a batch dim of 1 here), (h, w) pairs, and only
-the top/left padding: the output size fixes the rest. A transposed convolution is the input
-gradient of a convolution, so it reuses ``_conv2d_input_backward``.
+Kernels receive 4-D NCHW tensors of any strides (unbatched inputs get a batch dim of 1 here),
+(h, w) pairs, and only the top/left padding: the output size fixes the rest, since window taps
+that fall outside the input read zeros. ``grad_input`` may be larger than the windows reach
+(transposed convolutions with output_padding): uncovered cells get 0. ``divisor`` is 0 when
+there is no divisor_override. Indices are flat positions within each (H, W) plane, as in
+PyTorch. A transposed convolution is the input gradient of a convolution, so it reuses
+``_conv2d_input_backward``. This list is the one statement of these contracts: both backends'
+kernel modules implement it, and the profiler's models of these kernels are in
+gputensor/profiler/costs.py.
 
 Derivatives: conv's input gradient is linear in (grad_output, weight) and its weight gradient
 in (grad_output, input), so every backward op's own derivative is another conv op and double

@@ -27,11 +27,8 @@ keeps are allocated outside those lists for that reason: see events.FreshList).
 
 from __future__ import annotations
 
-import sys
 import threading
 import tracemalloc
-
-_EMULATOR_MODULE = "gputensor.kernels.cuda.emulator_driver"
 
 
 class MemoryMeter:
@@ -58,8 +55,7 @@ class MemoryMeter:
         rt = self._cuda.active()
         if rt is not None:
             device = int(rt.memory_allocated())
-            emulator = sys.modules.get(_EMULATOR_MODULE)
-            if emulator is not None and isinstance(rt, emulator.EmulatorRuntime):
+            if rt.is_emulated:  # its device memory is host memory, counted as device bytes
                 host -= int(rt.memory_reserved())
         return host, device
 

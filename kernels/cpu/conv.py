@@ -1,27 +1,7 @@
 """CPU kernels for convolution (im2col + BLAS GEMM) and pooling (Numba loops over planes).
 
 The frontends in gputensor/_ops/conv.py validate arguments, resolve padding and allocate every
-output; these kernels only fill them. Contracts (all tensors 4-D, NCHW, any strides):
-
-    _conv2d(out, input, weight, bias, stride, padding, dilation, groups)
-    _conv2d_input_backward(grad_input, grad_output, weight, stride, padding, dilation, groups)
-    _conv2d_weight_backward(grad_weight, grad_output, input, stride, padding, dilation, groups)
-
-``padding`` is the (top, left) offset only: the bottom/right padding is implied by the output
-size, since window taps that fall outside the input read zeros. ``grad_input`` may be larger
-than the windows reach (transposed convolutions with output_padding): uncovered cells get 0.
-
-    _max_pool2d(out, indices, input, kernel, stride, padding, dilation)
-    _max_pool2d_backward(grad_input, grad_output, indices)        # also for adaptive max
-    _avg_pool2d(out, input, kernel, stride, padding, count_include_pad, divisor)
-    _avg_pool2d_backward(grad_input, grad_output, kernel, stride, padding, count_include_pad,
-                         divisor)
-    _adaptive_avg_pool2d(out, input)
-    _adaptive_avg_pool2d_backward(grad_input, grad_output)
-    _adaptive_max_pool2d(out, indices, input)
-
-``divisor`` is 0 when there is no divisor_override. Indices are flat positions within each
-(H, W) plane, as in PyTorch.
+output; these kernels only fill them, under the names and contracts listed there.
 
 Convolutions are im2col + BLAS: a gather through a cached "tap table" builds the column matrix,
 and np.matmul does the products. The forward pass and the input gradient use per-sample columns

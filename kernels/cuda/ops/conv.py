@@ -1,18 +1,7 @@
 """The CUDA backend's convolution (im2col + GEMM) and 2-D pooling kernels, on device tensors.
 
-Same names and contracts as kernels/cpu/conv.py (the frontends in gputensor/_ops/conv.py
-validate, resolve padding and allocate every output; ``padding`` is the (top, left) offset):
-
-    _conv2d(out, input, weight, bias, stride, padding, dilation, groups)
-    _conv2d_input_backward(grad_input, grad_output, weight, stride, padding, dilation, groups)
-    _conv2d_weight_backward(grad_weight, grad_output, input, stride, padding, dilation, groups)
-    _max_pool2d(out, indices, input, kernel, stride, padding, dilation)
-    _max_pool2d_backward(grad_input, grad_output, indices)        # also for adaptive max
-    _avg_pool2d(out, input, kernel, stride, padding, count_include_pad, divisor)
-    _avg_pool2d_backward(grad_input, grad_output, kernel, stride, padding, count_include_pad,
-                         divisor)
-    _adaptive_avg_pool2d(out, input), _adaptive_avg_pool2d_backward(grad_input, grad_output)
-    _adaptive_max_pool2d(out, indices, input)
+Same names and contracts as the CPU kernels: the one list is in gputensor/_ops/conv.py, whose
+frontends validate, resolve padding and allocate every output.
 
 Convolutions build the batch-wide column matrix (C*kh*kw, N*Ho*Wo) with one im2col launch, so
 each group is ONE product over the whole batch (``gemm_into``: cuBLAS for float32/float64, the
