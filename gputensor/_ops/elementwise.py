@@ -101,9 +101,9 @@ def _bind_params(op: OpDef, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
 
 
 def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, ...]] | None:
-    """(inputs, promoted dtype, device, broadcast shape) of operands that are not all one
-    exact-Tensor dtype, device and shape; None when a sparse operand routes the call to the
-    sparse elementwise path. Promotion and device checks happen here, before any kernel."""
+    """(inputs, promoted dtype, device, broadcast shape) of an elementwise call off the fast
+    path; None when a sparse operand routes it to the sparse elementwise path. Promotion and
+    device checks happen here, before any kernel."""
     # Plain loops, not generators: this runs on every call off the fast path.
     t0 = None
     for x in inputs:

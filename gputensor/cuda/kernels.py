@@ -203,10 +203,6 @@ def _program(source: str, module_name: str, options: tuple[str, ...],
         return prog
 
 
-def _parse(source: str) -> dict[str, tuple[Any, ...]]:
-    return parse_kernels(source)
-
-
 def _no_kernel(name: str, kernels: Iterable[str], where: str) -> ValueError:
     names = ", ".join(kernels) or "none"
     return ValueError(f"{where} defines no kernel {name!r} (its non-template __global__ "
@@ -418,7 +414,7 @@ def compile_kernel(source: str, name: str, options: Sequence[str] | str = ()) ->
     project's cached NVRTC step on a GPU and the emulator's cached g++ build in CI."""
     if not isinstance(source, str):
         raise TypeError(f"compile_kernel: source must be a str, got {type(source).__name__}")
-    kernels = _parse(source)
+    kernels = parse_kernels(source)
     if name not in kernels:
         raise _no_kernel(name, kernels, "the source")
     opts = _normalize_options(options)
@@ -452,7 +448,7 @@ def load_inline(name: str, cpp_sources: str | Sequence[str] | None = None,
     if not cuda_sources:
         raise ValueError("load_inline: cuda_sources is empty")
     source = "\n".join(cuda_sources)
-    kernels = _parse(source)
+    kernels = parse_kernels(source)
     docs: dict[str, str] = {}
     if functions is None:
         wanted = list(kernels)

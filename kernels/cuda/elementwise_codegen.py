@@ -36,7 +36,6 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor.kernels.registry import OpDef
 
-from .device import MAX_GRID as DEVICE_MAX_GRID
 from .dtypes import CTYPES, REAL_DTYPES, SHORT
 
 MAX_DIMS = 25  # PyTorch's CUDA limit (OffsetCalculator); the kernel loops over meta[0] dims
@@ -342,14 +341,6 @@ def _vector_loop(spec: KernelSpec, arrays: list[tuple[str, D.dtype]], body: str,
         f"            }}\n"
         f"        }}\n"
     )
-
-
-def launch_grid(spec: KernelSpec, n: int, block: int = BLOCK,
-                max_grid: int = DEVICE_MAX_GRID) -> int:
-    """Blocks for ``n`` elements of ``spec``'s kernel: enough threads for one vector chunk each
-    (the contiguous path's unit of work), bounded (grid-stride loops cover the rest)."""
-    work = -(-int(n) // vector_width(spec))
-    return max(1, min(max_grid, -(-work // block)))
 
 
 @functools.cache

@@ -290,8 +290,19 @@ def test_vector_width():
     assert E.vector_width(E.KernelSpec("neg", "-a", (), c64, c64, (c64,))) == 1
     assert "ew_vec" in E.kernel_source(spec) and "% 16 == 0" in E.kernel_source(spec)
     assert "ew_vec" not in E.kernel_source(E.KernelSpec("neg", "-a", (), c64, c64, (c64,)))
-    assert E.launch_grid(spec, 4096, 128) == 8 and E.launch_grid(spec, 1, 128) == 1
-    assert E.launch_grid(spec, 10**9, 128, max_grid=64) == 64
+
+
+@pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runtime")
+def test_elementwise_grid_covers_one_vector_chunk_per_thread(monkeypatch):
+    """The launcher sizes the grid by vector chunks (4 float32 per thread), bounded by
+    MAX_GRID: the grid-stride loop covers the rest."""
+    xs = [gt.zeros(n, device="cuda") for n in (1, 4 * E.BLOCK * 8, 8 * E.BLOCK * device.MAX_GRID)]
+    grids = []
+    monkeypatch.setattr(device, "launch_observer",
+                        lambda s, n, g, b, sh, run: (grids.append((g, b)), run()))
+    for x in xs:
+        x + x
+    assert grids == [(1, E.BLOCK), (8, E.BLOCK), (device.MAX_GRID, E.BLOCK)]
 
 
 cuda = pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runtime")

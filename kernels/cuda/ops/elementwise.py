@@ -22,7 +22,15 @@ from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
 from .. import elementwise_codegen as E
-from ..device import CONSTANTS_MAX, NVRTC_OPTIONS, constant_array, launch_kernel, ptr, runtime
+from ..device import (
+    CONSTANTS_MAX,
+    MAX_GRID,
+    NVRTC_OPTIONS,
+    constant_array,
+    launch_kernel,
+    ptr,
+    runtime,
+)
 
 _kernels: dict[tuple[int, E.KernelSpec], Any] = {}  # (id(runtime), spec) -> compiled kernel
 _lock = threading.Lock()
@@ -135,7 +143,9 @@ def make_kernel(op: OpDef):
         args.append(n)
         args.append(meta)
         work = -(-n // width)
-        grid = max(1, min(E.DEVICE_MAX_GRID, -(-work // E.BLOCK)))  # E.launch_grid, inlined
+        # enough threads for one vector chunk each (the contiguous path's unit of work),
+        # bounded: the grid-stride loop covers the rest
+        grid = max(1, min(MAX_GRID, -(-work // E.BLOCK)))
         launch_kernel(rt, kern, grid, E.BLOCK, 0, args)
 
     return run
