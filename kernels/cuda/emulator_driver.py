@@ -38,6 +38,7 @@ from .runtime import (
 UNIT = 512                    # size-class granularity (CuPy rounds to 512 bytes too)
 _BASE_ADDRESS = 0x7E00_0000_0000
 _GUARD = 4096                 # address gap between blocks: overruns never land in a neighbour
+_NOT_A_BASE = (0, None)       # by_base's answer for a pointer that starts no block
 DEFAULT_LIMIT = 8 * 1024**3   # the emulated device's memory
 DEVICE_NAME = "gputensor CUDA emulator (CPU)"
 
@@ -103,7 +104,7 @@ class EmulatorRuntime:
     def __init__(self, memory_limit: int = DEFAULT_LIMIT) -> None:
         self.device_memory = int(memory_limit)  # what properties() reports as total memory
         self.memory_limit = int(memory_limit)   # what the pool may reserve (memory fraction)
-        self._table = AllocationTable()          # live blocks by address
+        self._table = AllocationTable()          # blocks by address
         self._cache: dict[int, list[_Block]] = {}  # size class -> free blocks
         self._next_address = _BASE_ADDRESS
         self._allocated = 0   # size-class bytes of live blocks
@@ -256,8 +257,8 @@ class EmulatorRuntime:
             if v is None:
                 values[i] = 0
             else:  # inline fast path: a DevicePtr to the start of a block
-                entry = by_base.get(v) if type(v) is DevicePtr else None
-                values[i] = entry[1].host if entry is not None else \
+                owner = by_base.get(v, _NOT_A_BASE)[1] if type(v) is DevicePtr else None
+                values[i] = owner.host if owner is not None else \
                     self._host_address(handle, i, v)
         handle.run(grid, block, shared_bytes, values)
 

@@ -133,47 +133,91 @@ class AllocationTable:
     ``lookup(ptr, nbytes)`` returns (base, owner, offset) for the allocation holding
     ``[ptr, ptr + nbytes)``; an address outside every allocation, or a range running past the
     end of one, is a clear error (the emulator's answer to an illegal-address fault).
+
+    A freed base stays in the table, *retired* (owner None), until ``RETIRED_LIMIT`` of them
+    pile up. Pools hand the same addresses out again and again, and re-adding a retired base
+    only replaces its value, where deleting the key and inserting it again uses up a fresh dict
+    slot: every few thousand frees the dict (and the sorted base list) would be rebuilt, a host
+    allocation the size of the whole table that the profiler's memory meter reads as memory the
+    program kept. Retired entries also let a stale pointer be reported as a use after free.
     """
 
+    RETIRED_LIMIT = 4096
+
     def __init__(self) -> None:
-        self._bases: list[int] = []
-        self._entries: dict[int, tuple[int, Any]] = {}  # base -> (size, owner)
+        self._bases: list[int] = []  # sorted, live and retired
+        self._entries: dict[int, tuple[int, Any]] = {}  # base -> (size, owner or None)
+        self._retired = 0
         # Read-only alias for callers' fast path: a pointer that is exactly a block's start
-        # (the common kernel argument) is one dict lookup instead of a bisect.
+        # (the common kernel argument) is one dict lookup instead of a bisect; an entry whose
+        # owner is None is a freed block.
         self.by_base = self._entries
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._entries) - self._retired
 
     def __contains__(self, base: int) -> bool:
-        return int(base) in self._entries
+        entry = self._entries.get(int(base))
+        return entry is not None and entry[1] is not None
 
     def add(self, base: int, size: int, owner: Any) -> None:
-        bisect.insort(self._bases, int(base))
-        self._entries[int(base)] = (size, owner)
+        base = int(base)
+        old = self._entries.get(base)
+        if old is None:
+            bisect.insort(self._bases, base)
+        elif old[1] is None:
+            self._retired -= 1
+        else:
+            raise ValueError(f"allocation at {DevicePtr(base)!r} handed out twice: its "
+                             f"{old[0]}-byte block is still live")
+        self._entries[base] = (size, owner)
 
     def pop(self, base: int) -> tuple[int, Any]:
         base = int(base)
-        if base not in self._entries:
+        entry = self._entries.get(base)
+        if entry is None:
             raise ValueError(f"free of {DevicePtr(base)!r}: not the start of a live device "
-                             f"allocation (double free, or a pointer into a block?)")
-        self._bases.pop(bisect.bisect_left(self._bases, base))
-        return self._entries.pop(base)
+                             f"allocation (a pointer into a block?)")
+        if entry[1] is None:
+            raise ValueError(f"double free of {DevicePtr(base)!r}: its {entry[0]}-byte "
+                             f"allocation was already freed")
+        self._entries[base] = (entry[0], None)
+        self._retired += 1
+        if self._retired > self.RETIRED_LIMIT:
+            self._drop_retired()
+        return entry
+
+    def _drop_retired(self) -> None:
+        for base in [b for b, (_, owner) in self._entries.items() if owner is None]:
+            del self._entries[base]  # in place: by_base aliases this dict
+        self._bases = sorted(self._entries)
+        self._retired = 0
 
     def lookup(self, ptr: int, nbytes: int) -> tuple[int, Any, int]:
         ptr = int(ptr)
         if nbytes < 0:
             raise ValueError(f"negative byte count {nbytes} at {DevicePtr(ptr)!r}")
+        freed = None  # the retired block holding ptr, if no live one does
         i = bisect.bisect_right(self._bases, ptr) - 1
-        if i >= 0:
+        while i >= 0:  # retired bases may lie inside a live block a pool merged since
             base = self._bases[i]
             size, owner = self._entries[base]
+            i -= 1
+            if owner is None:
+                if freed is None and ptr < base + size:
+                    freed = (base, size)
+                continue
             if ptr + nbytes <= base + size and (ptr < base + size or nbytes == 0):
                 return base, owner, ptr - base
             if ptr < base + size:
                 raise IndexError(f"device access of {nbytes} bytes at {DevicePtr(ptr)!r} "
                                  f"(offset {ptr - base}) overruns its allocation of {size} "
                                  f"bytes at {DevicePtr(base)!r}")
+            break
+        if freed is not None:
+            raise IndexError(f"illegal device address {DevicePtr(ptr)!r} ({nbytes} bytes): "
+                             f"use after free, inside the freed {freed[1]}-byte allocation "
+                             f"at {DevicePtr(freed[0])!r}")
         raise IndexError(f"illegal device address {DevicePtr(ptr)!r} ({nbytes} bytes): not "
                          f"inside any live allocation")
 

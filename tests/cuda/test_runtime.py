@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 import gputensor as gt
 from gputensor.kernels.cuda.emulator_driver import DEVICE_NAME, EmulatorRuntime, size_class
 from gputensor.kernels.cuda.runtime import (
+    AllocationTable,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
@@ -80,15 +82,51 @@ def test_bad_frees_and_illegal_addresses(rt) -> None:
     with pytest.raises(ValueError, match="not the start of a live"):
         rt.free(p + 8)
     rt.free(p)
-    with pytest.raises(ValueError, match="double free"):
+    with pytest.raises(ValueError, match="double free .*64-byte allocation was already freed"):
         rt.free(p)
-    with pytest.raises(IndexError, match="illegal device address"):
+    with pytest.raises(IndexError, match="illegal device address .*use after free"):
         rt.memcpy_dtoh(np.empty(4, np.uint8), p)  # stale pointer
     q = rt.alloc(64)
     with pytest.raises(IndexError, match="overruns its allocation of 64 bytes"):
         rt.memcpy_htod(q + 60, np.zeros(8, np.uint8))
     with pytest.raises(IndexError, match="illegal device address"):
         rt.memcpy_htod(DevicePtr(12345), np.zeros(1, np.uint8))
+
+
+def test_allocation_table_reuses_the_slot_of_a_freed_base() -> None:
+    """Pools hand the same addresses out again: re-adding a freed base must not use up a new
+    dict slot, or every few thousand frees the whole table is rebuilt (a host allocation the
+    profiler's memory meter reads as memory the program kept)."""
+    table = AllocationTable()
+    for base in range(0, 5000 * 4096, 4096):
+        table.add(base, 64, object())
+    entries = table.by_base
+    size = sys.getsizeof(entries)
+    for _ in range(20_000):  # > the ~5,700 free slots a 5,000-entry dict has left
+        owner = table.pop(0)[1]
+        table.add(0, 64, owner)
+    assert sys.getsizeof(entries) == size and len(table) == 5000
+
+
+def test_allocation_table_retires_freed_bases() -> None:
+    table = AllocationTable()
+    table.add(4096, 1024, "a")
+    assert table.pop(4096) == (1024, "a")
+    assert 4096 not in table and len(table) == 0
+    with pytest.raises(IndexError, match="use after free, inside the freed 1024-byte"):
+        table.lookup(4096 + 100, 4)
+    # A pool may merge freed blocks into a bigger one: a retired base inside a live block
+    # does not hide it.
+    table.add(0, 8192, "merged")
+    assert table.lookup(4096 + 100, 4) == (0, "merged", 4196)
+    with pytest.raises(ValueError, match="handed out twice"):
+        table.add(0, 64, "again")
+    table.RETIRED_LIMIT = 3
+    for base in range(10_000, 10_005):
+        table.add(base, 1, base)
+        table.pop(base)
+    assert len(table.by_base) <= 1 + 3  # retired bases beyond the limit were dropped
+    assert table.lookup(0, 8) == (0, "merged", 0)
 
 
 def test_out_of_memory_frees_cache_then_raises() -> None:

@@ -208,6 +208,26 @@ def test_the_runtimes_statistics_log_is_not_counted(fill):
     assert abs(ranges(prof)["loop"].cpu_memory_usage) <= 300 * 200
 
 
+@pytest.mark.skipif(not gt.cuda.is_available(), reason="needs a CUDA runtime")
+def test_the_pools_address_table_is_not_counted():
+    """With thousands of tensors alive (as late in a test session), the pool's table of blocks
+    by address is big; a free and the next allocation at the same address must leave it as it
+    is, or every few thousand ops it is rebuilt and the new table (~300 KiB here) reads as
+    memory a 300-op loop kept."""
+    warm("cuda")
+    alive = [gt.empty(4, device="cuda") for _ in range(5000)]
+    x = gt.ones(8, device="cuda")
+    for _ in range(3000):
+        x + x
+    for _ in range(24):  # 7,200 frees: past the ~5,700 fresh slots of a 5,000-entry dict
+        with gt.profiler.profile(profile_memory=True) as prof:
+            with gt.profiler.record_function("loop"):
+                for _ in range(300):
+                    x + x
+        assert abs(ranges(prof)["loop"].cpu_memory_usage) <= 300 * 200
+    del alive
+
+
 def test_allocations_outside_every_event_are_memory_events(device):
     """No range: the frontend allocates ``x + x``'s output before the add kernel runs, so the
     bytes show as a "[memory]" event (PyTorch's name for allocations no op accounts for) and
