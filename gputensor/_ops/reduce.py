@@ -2,9 +2,11 @@
 all/any, count_nonzero, cumsum/cumprod, softmax/log_softmax.
 
 Frontends follow PyTorch's signatures and dtype rules and raise its errors before any kernel
-runs. Every kernel receives a freshly allocated, contiguous result in the reduced shape without
-the kept singleton dims (``keepdim`` and ``out=`` are handled here, not by kernels), the input,
-and the normalised, sorted reduced dims.
+runs. The folds (sum, prod, mean, extrema, all/any, count_nonzero, norms) are declared once in
+``kernels/reduce.py``: both backends build their kernels from those records, and the frontends
+take the result dtypes from them. Every kernel receives a freshly allocated, contiguous result
+in the reduced shape without the kept singleton dims (``keepdim`` and ``out=`` are handled here,
+not by kernels), the input, and the normalised, sorted reduced dims.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
 from gputensor.autograd.formulas import cj, expand_reduced, masked, unsqueeze_like
+from gputensor.kernels.reduce import REDUCTIONS, int_to_int64, norm_reduction
 from gputensor.kernels.registry import OPS, memory_cost
 
 from ._core import as_index_list, check_out, empty, kernel, op
@@ -94,7 +97,7 @@ def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
     dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:
-        dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
+        dt = REDUCTIONS[name].out(input.dtype)
     dims = _dims(input, dim)
     result, flat = _alloc(input, dims, keepdim, dt)
     kernel(x, name)(flat, x, dims)
@@ -384,7 +387,7 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
                                    f"dimension {d} because this dimension is empty and the "
                                    f"operation does not have an identity")
-    result, flat = _alloc(x, dims, keepdim, x.dtype.to_real())
+    result, flat = _alloc(x, dims, keepdim, REDUCTIONS[norm_reduction(order)].out(x.dtype))
     kernel(x, "norm")(flat, x, dims, order)
     return _deliver(result, out, "norm")
 
@@ -406,7 +409,7 @@ def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False, *,
 
 # -- logical -----------------------------------------------------------------------------------
 def _logical(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | None) -> Tensor:
-    dt = D.uint8 if input.dtype is D.uint8 else D.bool  # PyTorch keeps uint8 for uint8 inputs
+    dt = REDUCTIONS[name].out(input.dtype)
     if isinstance(out, Tensor) and out.dtype is not dt:
         raise RuntimeError(f"{name} only supports bool tensor for result, got: "
                            f"{out.dtype.legacy_name}")
@@ -434,7 +437,7 @@ def any(input: Tensor, dim: Dims = None, keepdim: bool = False, *,
 def count_nonzero(input: Tensor, dim: Dims = None) -> Tensor:
     """Number of non-zero elements over ``dim``, as int64."""
     dims = _dims(input, dim)
-    result, _ = _alloc(input, dims, False, D.int64)
+    result, _ = _alloc(input, dims, False, REDUCTIONS["count_nonzero"].out(input.dtype))
     kernel(input, "count_nonzero")(result, input, dims)
     return result
 
@@ -446,7 +449,7 @@ def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None,
     dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:
-        dt = D.int64 if input.dtype.category <= D.INTEGRAL else input.dtype
+        dt = int_to_int64(input.dtype)  # scans follow the sum rule
     result = empty(input._shape, dt, input.device)
     kernel(x, "_scan")(result, x, d, "*" if name == "cumprod" else "+", reverse)
     return _deliver(result, out, name)

@@ -7,6 +7,7 @@ compiled until a kernel is first called.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -15,6 +16,15 @@ from pathlib import Path
 from types import ModuleType
 
 from gputensor._files import write_atomically
+
+
+@functools.cache
+def vocabulary_hash() -> str:
+    """Kernels that call ``scalar_fns`` embed this in their source, so editing scalar_fns.py
+    re-keys Numba's disk cache (Numba does not track that dependency)."""
+    from . import scalar_fns
+
+    return hashlib.sha1(Path(scalar_fns.__file__).read_bytes()).hexdigest()[:16]
 
 
 def cache_dir() -> Path:

@@ -9,10 +9,7 @@ compute dtype, or the dtype is one Numba cannot compute in (float16/bfloat16 com
 
 from __future__ import annotations
 
-import functools
-import hashlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,19 +19,12 @@ from gputensor._tensor import _STRIDES_CACHE, Tensor
 from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CPU, OpDef
 
-from . import scalar_fns
-from .codegen import load_module
+from .codegen import load_module, vocabulary_hash
 
 PARALLEL_THRESHOLD = 1 << 17
 INPUT_NAMES = ("a", "b", "c")
 # Numba cannot compute in these; kernels run in float32 and the result is cast back.
 _NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float32)}
-
-
-@functools.cache
-def _vocabulary_hash() -> str:
-    """Generated kernels embed this, so editing scalar_fns.py re-keys Numba's disk cache."""
-    return hashlib.sha1(Path(scalar_fns.__file__).read_bytes()).hexdigest()[:16]
 
 
 def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bool) -> str:
@@ -47,7 +37,7 @@ def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bo
         "import numpy as np",
         "from numba import njit, prange",
         "from gputensor.kernels.cpu.scalar_fns import *  # noqa: F403",
-        f"# vocabulary {_vocabulary_hash()}",
+        f"# vocabulary {vocabulary_hash()}",
         "",
         f"@njit(cache=True, parallel={parallel}, error_model='numpy')",
         f"def kernel({', '.join(args)}):",

@@ -30,8 +30,9 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 
+from ..reduce import REDUCTIONS, Reduction, norm_reduction
 from ..registry import CPU
-from .codegen import load_module
+from .codegen import load_module, vocabulary_hash
 
 PARALLEL_THRESHOLD = 1 << 19   # elements; below this a parallel launch costs more than it saves
 ROW_BLOCK = 2048               # elements summed in float32 lanes before a float64 combine
@@ -199,20 +200,22 @@ _ACC_SRC = """\
 import math
 import numpy as np
 from numba import njit, prange
+from gputensor.kernels.cpu.scalar_fns import *  # noqa: F403
+# vocabulary {vocabulary}
 
 
 @njit(inline='always')
-def _map(x, c, z, p):
+def _map(x, c, identity, p):
     return {map}
 
 
 @njit(inline='always')
-def _comb(s, v):
+def _comb(a, b):
     return {comb}
 
 
 @njit(inline='always')
-def _fin(s, n, p, c):
+def _fin(a, n, p, c):
     return {fin}
 
 
@@ -312,45 +315,15 @@ _BLOCK_LANES = """\
             for k in range(k, n):
                 part[t] = _comb(part[t], _map(xr[k], c, init, p))"""
 
-_MAX = "v if v > s or v != v else s"   # NaN wins and sticks, like torch.amax
-_MIN = "v if v < s or v != v else s"
-_ABS2 = "(x - c).real * (x - c).real + (x - c).imag * (x - c).imag"
-
-
-@dataclass(frozen=True)
-class AccSpec:
-    map: str
-    comb: str
-    fin: str = "s"
-    fastmath: bool = True      # safe for sums (reassociation only); off for NaN-aware selects
-    center: bool = False       # the map reads a per-output value c (the mean, the max)
-    kind: str = "sum"          # how lane/accumulator dtypes follow the input: sum, same, bool
-
-
-ACC_SPECS: dict[str, AccSpec] = {
-    "sum": AccSpec("x", "s + v"),
-    "nansum": AccSpec("x if x == x else z", "s + v"),
-    "prod": AccSpec("x", "s * v"),
-    "mean": AccSpec("x", "s + v", "s / n"),
-    "amax": AccSpec("x", _MAX, fastmath=False, kind="same"),
-    "amin": AccSpec("x", _MIN, fastmath=False, kind="same"),
-    "all": AccSpec("x != 0", "s & v", kind="bool"),
-    "any": AccSpec("x != 0", "s | v", kind="bool"),
-    "count_nonzero": AccSpec("x != 0", "s + v", kind="int"),
-    "norm0": AccSpec("x != 0", "s + v", kind="real"),
-    "norm1": AccSpec("abs(x)", "s + v", kind="real"),
-    "norm2": AccSpec("x.real * x.real + x.imag * x.imag", "s + v", "np.sqrt(s)", kind="real"),
-    "normp": AccSpec("abs(x) ** p", "s + v", "s ** (1.0 / p)", kind="real64"),
-    "norminf": AccSpec("abs(x)", _MAX, fastmath=False, kind="real"),
-    "normninf": AccSpec("abs(x)", _MIN, fastmath=False, kind="real"),
-    "var": AccSpec(_ABS2, "s + v", "s / max(n - p, 0)", center=True, kind="real64"),
-    "std": AccSpec(_ABS2, "s + v", "np.sqrt(s / max(n - p, 0))", center=True, kind="real64"),
-    "sumexp": AccSpec("np.exp(x - c)", "s + v", "np.log(s) + c", center=True, kind="real64"),
-}
-
-_INITS = {"sum": 0, "nansum": 0, "mean": 0, "prod": 1, "all": True, "any": False,
-          "count_nonzero": 0, "norm0": 0, "norm1": 0, "norm2": 0, "normp": 0, "norminf": 0,
-          "normninf": math.inf, "var": 0, "std": 0, "sumexp": 0}
+# The second passes of the two-pass var/std and logsumexp: folds of this backend's own (CUDA
+# runs one-pass algorithms), whose map also reads c, the first pass's value for the output.
+_ABS2_CENTERED = "abs2(x - c)"
+CENTERED: dict[str, Reduction] = {r.name: r for r in (
+    Reduction("var", _ABS2_CENTERED, "a + b", 0, "a / max(n - p, 0)", acc="real64"),
+    Reduction("std", _ABS2_CENTERED, "a + b", 0, "np.sqrt(a / max(n - p, 0))", acc="real64"),
+    Reduction("sumexp", "np.exp(x - c)", "a + b", 0, "np.log(a) + c", acc="real64"),
+)}
+FOLDS: dict[str, Reduction] = {**REDUCTIONS, **CENTERED}
 
 
 def _wide(dt: np.dtype) -> np.dtype:
@@ -361,7 +334,7 @@ def _wide(dt: np.dtype) -> np.dtype:
 
 def _acc_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
     """(lane dtype that sums a row block, dtype that combines blocks and accumulates columns)."""
-    kind = ACC_SPECS[name].kind
+    kind = FOLDS[name].acc
     f64 = np.dtype(np.float64)
     if kind == "same":
         return dt, dt
@@ -377,8 +350,12 @@ def _acc_dtypes(name: str, dt: np.dtype) -> tuple[np.dtype, np.dtype]:
     return lane, _wide(lane)
 
 
-def _extreme_init(name: str, dt: np.dtype) -> object:
-    high = name == "amin"
+def _identity(fold: Reduction, dt: np.dtype) -> object:
+    """Where the fold starts: its number, or the extreme of the input's type (the lane type
+    of an extremum is the input's own)."""
+    if fold.identity not in ("lowest", "highest"):
+        return fold.identity
+    high = fold.identity == "highest"
     if dt.kind == "b":
         return high
     if dt.kind in "iu":
@@ -393,14 +370,15 @@ _ACC_CACHE: dict[tuple[str, bool], object] = {}
 def _acc_module(name: str, parallel: bool) -> object:
     mod = _ACC_CACHE.get((name, parallel))
     if mod is None:
-        s = ACC_SPECS[name]
-        block = _BLOCK_PLAIN if s.fastmath else _BLOCK_LANES.format(lanes=LANES)
+        f = FOLDS[name]
+        center = name in CENTERED
+        block = _BLOCK_LANES.format(lanes=LANES) if f.ordered else _BLOCK_PLAIN
         src = _ACC_SRC.format(
-            map=s.map, comb=s.comb, fin=s.fin, parallel=parallel, row_block=block,
-            fastmath=_FASTMATH if s.fastmath else "False",
-            cen_row="cen[r]" if s.center else "0", cen_out="cen[j]" if s.center else "0",
-            cen_chunk="cr[i]" if s.center else "0",
-            cen_slice="cr = cen[o * I + i0:o * I + i0 + n]" if s.center else "")
+            map=f.map, comb=f.combine, fin=f.finalize, parallel=parallel, row_block=block,
+            fastmath="False" if f.ordered else _FASTMATH, vocabulary=vocabulary_hash(),
+            cen_row="cen[r]" if center else "0", cen_out="cen[j]" if center else "0",
+            cen_chunk="cr[i]" if center else "0",
+            cen_slice="cr = cen[o * I + i0:o * I + i0 + n]" if center else "")
         mod = _ACC_CACHE[name, parallel] = load_module(f"red_{name}", src)
     return mod
 
@@ -415,7 +393,7 @@ def accumulate(name: str, a: np.ndarray, dims: tuple[int, ...], out_dtype: np.dt
     """
     pl = pl or plan(a, dims)
     lane, acc = _acc_dtypes(name, a.dtype)
-    init = _extreme_init(name, a.dtype) if name in ("amax", "amin") else _INITS[name]
+    init = _identity(FOLDS[name], a.dtype)
     out = direct_target(result, pl) if result is not None else None
     if out is None:
         out = np.empty(pl.O * pl.I, _NUMBA_COMPUTE.get(np.dtype(out_dtype), out_dtype))
@@ -458,9 +436,7 @@ for _name in ("sum", "nansum", "prod", "mean", "amax", "amin", "all", "any", "co
 
 @CPU.register("norm")
 def norm(result: Tensor, inp: Tensor, dims: tuple[int, ...], p: float) -> None:
-    name = {0.0: "norm0", 1.0: "norm1", 2.0: "norm2", math.inf: "norminf",
-            -math.inf: "normninf"}.get(float(p), "normp")
-    _reduce_into(name, result, inp, dims, p)
+    _reduce_into(norm_reduction(p), result, inp, dims, p)
 
 
 @CPU.register("_var_mean")
@@ -862,18 +838,12 @@ _SOFTMAX_COL = {
 _SOFTMAX_CACHE: dict[tuple[bool, bool], object] = {}
 
 
-def _vocabulary() -> str:
-    """The softmax kernels call scalar_fns (fast_exp): embedding its hash in their source
-    re-keys Numba's disk cache when it changes (Numba doesn't track that dependency)."""
-    from .elementwise import _vocabulary_hash
-    return _vocabulary_hash()
-
-
 def _softmax_module(log: bool, parallel: bool) -> object:
     mod = _SOFTMAX_CACHE.get((log, parallel))
     if mod is None:
-        src = _SOFTMAX_SRC.format(parallel=parallel, fastmath=_FASTMATH, vocabulary=_vocabulary(),
-                                  row_body=_SOFTMAX_ROW[log], col_body=_SOFTMAX_COL[log])
+        src = _SOFTMAX_SRC.format(parallel=parallel, fastmath=_FASTMATH,
+                                  vocabulary=vocabulary_hash(), row_body=_SOFTMAX_ROW[log],
+                                  col_body=_SOFTMAX_COL[log])
         mod = _SOFTMAX_CACHE[log, parallel] = load_module("red_softmax", src)
     return mod
 
@@ -970,7 +940,7 @@ def _softmax_bw_module(log: bool, parallel: bool) -> object:
             term, result = "gr[k] * yr[k]", "yr[k] * (gr[k] - s)"
         src = _SOFTMAX_BW_SRC.format(
             parallel=parallel, fastmath=_FASTMATH, term=term, result=result,
-            vocabulary=_vocabulary(),
+            vocabulary=vocabulary_hash(),
             term_i=term.replace("[k]", "[i]"),
             result_i=result.replace("[k]", "[i]").replace(" s", " sr[i]"))
         mod = _SOFTMAX_BW_CACHE[log, parallel] = load_module("red_softmax_bw", src)

@@ -65,6 +65,7 @@ truediv = _vocab("truediv")
 lshift = _vocab("lshift")
 rshift = _vocab("rshift")
 real = _vocab("real")
+abs2 = _vocab("abs2")
 round_decimals = _vocab("round_decimals")
 nan_to_num = _vocab("nan_to_num")
 
@@ -109,6 +110,14 @@ def _real(a):
     if isinstance(a, types.Complex):
         return lambda a: a.real
     return lambda a: a
+
+
+@overload(abs2)
+def _abs2(a):
+    # |a| ** 2 without the square root: re * re + im * im for complex (norm2's terms).
+    if isinstance(a, types.Complex):
+        return lambda a: a.real * a.real + a.imag * a.imag
+    return lambda a: a * a
 
 
 # -- sign and bits ---------------------------------------------------------------------------

@@ -84,6 +84,9 @@ template <class T> __device__ __forceinline__ complex<T> conj(complex<T> a) {
     return complex<T>(a.re, -a.im);
 }
 template <class T> __device__ __forceinline__ T pyabs(complex<T> a) { return ::hypot(a.re, a.im); }
+template <class T> __device__ __forceinline__ T abs2(complex<T> a) {
+    return a.re * a.re + a.im * a.im;
+}
 template <class T> __device__ __forceinline__ bool isnan(complex<T> a) {
     return a.re != a.re || a.im != a.im;
 }

@@ -89,6 +89,7 @@ class CudaSource:
         self.filename = filename
         self.name = Path(filename).stem
         self.emulator_flags = tuple(emulator_flags)
+        self._declarations: list[str] = []  # generated device code the wrappers call
         self._wrappers: list[str] = []
         self.kernel_names: list[str] = []
         self._modules: dict[int, tuple[Any, Any, dict[str, Any]]] = {}
@@ -109,9 +110,16 @@ class CudaSource:
                                   f"{{ {call.format(**v)}; }}\n")
             self.kernel_names.append(kname)
 
+    def declare(self, code: str) -> None:
+        """Generated device code (e.g. an op struct), placed after the file's own source and
+        before the wrappers; a repeated declaration is kept once."""
+        if code not in self._declarations:
+            self._declarations.append(code)
+
     def source(self) -> str:
         body = self.code if self.code is not None else (HERE / self.filename).read_text()
-        return (f"{body}\n// ---- generated instantiations ----\n" + "".join(self._wrappers))
+        return (f"{body}\n// ---- generated declarations ----\n" + "".join(self._declarations)
+                + "// ---- generated instantiations ----\n" + "".join(self._wrappers))
 
     def nvrtc_check(self, arch: str) -> Any:
         """Compile the whole source with NVRTC for ``arch`` (no GPU needed); a failure names

@@ -52,7 +52,7 @@ VOCABULARY = frozenset({
     "erf", "isnan", "isinf", "isfinite", "bitnot", "sign", "ipow", "fmod", "mod", "floordiv",
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
-    "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp",
+    "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp", "abs2",
 })
 _BUILTINS = {"abs": "gt::pyabs", "min": "gt::pymin", "max": "gt::pymax"}
 _NUMPY = {"conj": "gt::conj", "conjugate": "gt::conj", "signbit": "gt::signbit",
@@ -75,18 +75,20 @@ class RenderError(ValueError):
 
 
 # ---- expression rendering -------------------------------------------------------------------
-def render_expr(expr: str, params: Sequence[str], arity: int = 3, op_name: str = "?") -> str:
+def render_expr(expr: str, params: Sequence[str], arity: int = 3, op_name: str = "?",
+                inputs: Sequence[str] | None = None) -> str:
     """The CUDA C expression for a Python-syntax op expression.
 
-    Inputs keep their names (``a``, ``b``, ``c``), params become ``p_<name>`` and vocabulary
-    names ``gt::<name>``; float literals are cast to ``gt_float_t`` (the compute type, or
-    double for integer compute), which the kernel typedefs.
+    Inputs keep their names (``a``, ``b``, ``c``, or ``inputs`` when given), params become
+    ``p_<name>`` and vocabulary names ``gt::<name>``; float literals are cast to ``gt_float_t``
+    (the compute type, or double for integer compute), which the kernel typedefs.
     """
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as exc:
         raise RenderError(f"op '{op_name}': cannot parse expression {expr!r}: {exc}") from exc
-    return _Renderer(frozenset(INPUT_NAMES[:arity]), frozenset(params), op_name, expr)(tree.body)
+    names = INPUT_NAMES[:arity] if inputs is None else inputs
+    return _Renderer(frozenset(names), frozenset(params), op_name, expr)(tree.body)
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,12 @@
 // fixed order (results never depend on timing).
 //
 // An op is a struct: Acc (a POD accumulator), init(), step(acc, x, k, p) (one element),
-// comb(a, b), shfl(acc, lane_xor) and store(acc, K, p, flag, out1, out2, o). Accumulators
-// follow the CPU backend: float for float16/bfloat16/float32, double for float64, 64-bit
-// integers for ints and bools, complex<float>/complex<double> for complex64/complex128 (whose
-// norms accumulate moduli in the real type); float64 for var/std (complex<double> means),
-// logsumexp and the general p-norm. Scans accumulate in float64/complex128/int64.
+// comb(a, b), shfl(acc, lane_xor) and store(acc, K, p, flag, out1, out2, o). The structs of
+// the one-number folds (sum, nansum, prod, mean, amax, amin, all, any, count_nonzero, the
+// norms) are generated from their declarations in kernels/reduce.py (fold_codegen.py) and
+// appended to this source; the multi-field ones are written here: var/std (Welford, float64,
+// complex<double> means), logsumexp (a running max and shifted sum, float64) and the
+// arg-extrema. Scans accumulate in float64/complex128/int64.
 #include "common.cuh"
 #include "scalar_fns.cuh"
 
@@ -63,28 +64,6 @@ template <class T> __device__ __forceinline__ gt::complex<T> shfl_idx(gt::comple
     return gt::complex<T>(shfl_idx(v.re, s), shfl_idx(v.im, s));
 }
 
-// x != 0 (exact for every dtype, NaN counts as non-zero); a complex value by either part.
-template <class T> __device__ __forceinline__ bool nonzero_of(T x) {
-    return gt::load<double>(x) != 0.0;
-}
-template <class T> __device__ __forceinline__ bool nonzero_of(gt::complex<T> x) {
-    return x.re != T(0) || x.im != T(0);
-}
-// |x| and |x|^2 in the real type R (a complex value's modulus, as the CPU backend's abs).
-template <class R, class T> __device__ __forceinline__ R abs_of(T x) {
-    return gt::pyabs(gt::load<R>(x));
-}
-template <class R, class T> __device__ __forceinline__ R abs_of(gt::complex<T> x) {
-    return (R)::hypot((R)x.re, (R)x.im);
-}
-template <class R, class T> __device__ __forceinline__ R abs2_of(T x) {
-    const R v = gt::load<R>(x);
-    return v * v;
-}
-template <class R, class T> __device__ __forceinline__ R abs2_of(gt::complex<T> x) {
-    const R re = (R)x.re, im = (R)x.im;
-    return re * re + im * im;
-}
 // Re(conj(a) * b): the real inner product var's running sum of squares uses.
 __device__ __forceinline__ double dot_re(double a, double b) { return a * b; }
 __device__ __forceinline__ double dot_re(gt::complex<double> a, gt::complex<double> b) {
@@ -110,91 +89,6 @@ __device__ __forceinline__ long long offset_of(long long idx, int n, const long 
     }
     return off;
 }
-
-// NaN-sticky selection of the larger (LARGEST) or smaller value, as torch.amax/amin.
-template <bool LARGEST, class A> __device__ __forceinline__ A pick(A a, A b) {
-    return ((LARGEST ? b > a : b < a) || b != b) ? b : a;
-}
-
-// ---- sums: sum, nansum, prod, mean ---------------------------------------------------------
-// KIND 0 sum, 1 nansum (NaN counts as zero), 2 prod, 3 mean.
-template <class T, class A, class O, int KIND>
-struct SumOp {
-    typedef A Acc;
-    typedef O O1;
-    typedef long long O2;
-    static __device__ __forceinline__ Acc init() { return KIND == 2 ? A(1) : A(0); }
-    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
-        A v = gt::load<A>(x);
-        if (KIND == 1 && v != v) v = A(0);
-        return KIND == 2 ? a * v : a + v;
-    }
-    static __device__ __forceinline__ Acc comb(Acc a, Acc b) { return KIND == 2 ? a * b : a + b; }
-    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
-    static __device__ __forceinline__ void store(Acc a, long long K, double, long long, O1* out,
-                                                 O2*, long long o) {
-        if (KIND == 3) a = a / (A)K;
-        out[o] = gt::store<O>(a);
-    }
-};
-
-// ---- extrema, logical reductions, count_nonzero --------------------------------------------
-// KIND 0 amax, 1 amin (NaN-sticky), 2 all, 3 any, 4 count_nonzero (these three in int64).
-template <class T, class A, class O, int KIND>
-struct SelectOp {
-    typedef A Acc;
-    typedef O O1;
-    typedef long long O2;
-    static __device__ __forceinline__ Acc init() {
-        return KIND == 0 ? lowest<A>() : KIND == 1 ? inf_of<A>() : KIND == 2 ? A(1) : A(0);
-    }
-    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double) {
-        if (KIND >= 2) return comb(a, nonzero_of(x) ? A(1) : A(0));
-        return comb(a, gt::load<A>(x));
-    }
-    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
-        if (KIND == 0) return pick<true>(a, b);
-        if (KIND == 1) return pick<false>(a, b);
-        if (KIND == 2) return (a != A(0) && b != A(0)) ? A(1) : A(0);
-        if (KIND == 3) return (a != A(0) || b != A(0)) ? A(1) : A(0);
-        return a + b;
-    }
-    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
-    static __device__ __forceinline__ void store(Acc a, long long, double, long long, O1* out,
-                                                 O2*, long long o) {
-        out[o] = gt::store<O>(a);
-    }
-};
-
-// ---- vector norms: KIND 0 (count of non-zeros), 1, 2, 3 (+inf), 4 (-inf), 5 (general p) ---
-// R accumulates |x| (a complex input's modulus); O is the (real) result type.
-template <class T, class R, int KIND, class O>
-struct NormOp {
-    typedef R Acc;
-    typedef O O1;
-    typedef long long O2;
-    static __device__ __forceinline__ Acc init() { return KIND == 4 ? inf_of<R>() : R(0); }
-    static __device__ __forceinline__ Acc step(Acc a, T x, long long, double p) {
-        if (KIND == 0) return a + (nonzero_of(x) ? R(1) : R(0));
-        if (KIND == 2) return a + abs2_of<R>(x);
-        const R v = abs_of<R>(x);
-        if (KIND == 1) return a + v;
-        if (KIND == 5) return a + (R)::pow((double)v, p);
-        return comb(a, v);
-    }
-    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
-        if (KIND == 3) return pick<true>(a, b);
-        if (KIND == 4) return pick<false>(a, b);
-        return a + b;
-    }
-    static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
-    static __device__ __forceinline__ void store(Acc a, long long, double p, long long, O1* out,
-                                                 O2*, long long o) {
-        if (KIND == 2) a = gt::sqrt(a);
-        if (KIND == 5) a = (R)::pow((double)a, 1.0 / p);
-        out[o] = gt::store<O>(a);
-    }
-};
 
 // ---- var/std (and their mean): Welford's running (count, mean, M2) in float64 ---------------
 // M is the mean's type: double, or complex<double> for complex inputs (whose M2 sums |x - mean|^2

@@ -130,6 +130,7 @@ template <class T> __device__ __forceinline__ bool signbit(T a) {
 }
 template <class T> __device__ __forceinline__ T real(T a) { return a; }
 template <class T> __device__ __forceinline__ T conj(T a) { return a; }
+template <class T> __device__ __forceinline__ T abs2(T a) { return a * a; }  // |a| ** 2
 
 // ---- sign, abs, bits -----------------------------------------------------------------------
 template <class T> __device__ __forceinline__ T bitnot(T a) {

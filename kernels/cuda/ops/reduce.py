@@ -25,6 +25,14 @@ from dataclasses import dataclass
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.layout import merge_dims
+from gputensor.kernels.reduce import (
+    REDUCTIONS,
+    Reduction,
+    int_to_int64,
+    norm_reduction,
+    real,
+    same,
+)
 from gputensor.kernels.registry import CUDA
 
 from ..device import (
@@ -46,6 +54,7 @@ from ..dtypes import (
     SHORT,
     short_name,
 )
+from ..fold_codegen import fold_struct, fold_struct_name
 
 BLOCK = 256        # threads per block (P * T lanes in reduce.cu)
 ACC_BYTES = 32     # bytes reserved per accumulator (reduce.cu's kMaxAcc)
@@ -75,83 +84,55 @@ _FIN_PARAMS = ("const unsigned char* ws, {O}* out1, {O2}* out2, long long N, lon
 _FIN_CALL = "gtr::reduce_finish<{OP}>(ws, out1, out2, N, S, K, p, flag)"
 
 
-def _int_out(d: D.dtype) -> D.dtype:
-    """Sums and scans of ints and bools give int64; floats and complex keep their dtype."""
-    return d if d in INEXACT_DTYPES else D.int64
-
-
-def _real_out(d: D.dtype) -> D.dtype:
-    """var/std and norms of a complex input are real."""
-    return d.to_real()
-
-
-def _logical_out(d: D.dtype) -> D.dtype:
-    return D.uint8 if d is D.uint8 else D.bool  # PyTorch keeps uint8 for uint8 inputs
-
-
 @dataclass(frozen=True)
-class Reduction:
+class Kernels:
     """One reduction's kernels: the op struct for an input dtype, and its outputs' dtypes."""
 
     src: CudaSource
     dtypes: tuple[D.dtype, ...]
-    # (T, A) C types -> the reduce.cu op struct; it may also name {O} (out1's C type), {R}
-    # (the real accumulator: A of the real part's dtype) and {M} (var's mean type)
+    # (T, A) C types -> the reduce.cu op struct; it may also name {O} (out1's C type) and {M}
+    # (var's mean type)
     op: Callable[[str, str], str]
     out: Callable[[D.dtype], D.dtype]        # out1's dtype for an input dtype
     out2: Callable[[D.dtype], str] = lambda d: "long long"  # out2's C type
+    fold: Reduction | None = None            # the declaration its op structs are rendered from
 
 
-_SAME: Callable[[D.dtype], D.dtype] = lambda d: d  # noqa: E731
-REDUCTIONS: dict[str, Reduction] = {}
+def fold_kernels(fold: Reduction, src: CudaSource) -> Kernels:
+    """The kernels of a fold declared in kernels/reduce.py: one generated struct per dtype."""
+    return Kernels(src, fold.dtypes, lambda T, A: f"gtr::{fold_struct_name(fold.name, T)}",
+                   fold.out, fold=fold)
 
 
-def _sum_op(kind: int) -> Callable[[str, str], str]:
-    return lambda T, A: f"gtr::SumOp<{T}, {A}, {{O}}, {kind}>"
-
-
-REDUCTIONS.update({
-    "sum": Reduction(SUMS, ALL_DTYPES, _sum_op(0), _int_out),
-    "nansum": Reduction(SUMS, FLOAT_DTYPES, _sum_op(1), _SAME),  # ints: "sum" (no NaNs)
-    "prod": Reduction(SUMS, ALL_DTYPES, _sum_op(2), _int_out),
-    "mean": Reduction(SUMS, INEXACT_DTYPES, _sum_op(3), _SAME),
-    "amax": Reduction(SELECTS, REAL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 0>", _SAME),
-    "amin": Reduction(SELECTS, REAL_DTYPES, lambda T, A: f"gtr::SelectOp<{T}, {A}, {T}, 1>", _SAME),
-    "all": Reduction(SELECTS, ALL_DTYPES,
-                     lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 2>", _logical_out),
-    "any": Reduction(SELECTS, ALL_DTYPES,
-                     lambda T, A: f"gtr::SelectOp<{T}, long long, {{O}}, 3>", _logical_out),
-    "count_nonzero": Reduction(SELECTS, ALL_DTYPES,
-                               lambda T, A: f"gtr::SelectOp<{T}, long long, long long, 4>",
-                               lambda d: D.int64),
-    "argmax": Reduction(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", _SAME),
-    "argmin": Reduction(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", _SAME),
-    "var": Reduction(MOMENTS, INEXACT_DTYPES, lambda T, A: f"gtr::VarOp<{T}, {{M}}, {{O}}>",
-                     _real_out, lambda d: CTYPES[d]),
-    "logsumexp": Reduction(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::LogSumExpOp<{T}>", _SAME),
+# The folds, grouped into modules as they are used together.
+_FOLD_MODULES = {"sum": SUMS, "nansum": SUMS, "prod": SUMS, "mean": SUMS, "amax": SELECTS,
+                 "amin": SELECTS, "all": SELECTS, "any": SELECTS, "count_nonzero": SELECTS}
+KERNELS: dict[str, Kernels] = {name: fold_kernels(r, _FOLD_MODULES.get(name, NORMS))
+                               for name, r in REDUCTIONS.items()}
+# Algorithms whose accumulator is more than one number, written in reduce.cu.
+KERNELS.update({
+    "argmax": Kernels(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, true>", same),
+    "argmin": Kernels(ARGS, REAL_DTYPES, lambda T, A: f"gtr::ArgOp<{T}, {A}, false>", same),
+    "var": Kernels(MOMENTS, INEXACT_DTYPES, lambda T, A: f"gtr::VarOp<{T}, {{M}}, {{O}}>",
+                   real, lambda d: CTYPES[d]),
+    "logsumexp": Kernels(MOMENTS, FLOAT_DTYPES, lambda T, A: f"gtr::LogSumExpOp<{T}>", same),
 })
-# Norms by order: 0, 1, 2, inf, -inf accumulate like sums; a general p in float64.
-NORM_KINDS = {0.0: 0, 1.0: 1, 2.0: 2, math.inf: 3, -math.inf: 4}
-for _kind in range(6):
-    REDUCTIONS[f"norm{_kind}"] = Reduction(
-        NORMS, INEXACT_DTYPES,
-        (lambda k: lambda T, A: f"gtr::NormOp<{T}, {'double' if k == 5 else '{R}'}, {k}, "
-                                f"{{O}}>")(_kind),
-        _real_out)
 
 
-def _declare(name: str, red: Reduction) -> None:
-    for d in red.dtypes:
-        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[red.out(d)], "O2": red.out2(d),
-             "R": ACC_CTYPES[d.to_real()],
+def declare(name: str, k: Kernels) -> None:
+    """Add the red_/fin_ kernels of reduction ``name`` (and its op structs) to ``k.src``."""
+    for d in k.dtypes:
+        if k.fold is not None:
+            k.src.declare(fold_struct(k.fold, d))
+        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[k.out(d)], "O2": k.out2(d),
              "M": "gt::complex<double>" if d in COMPLEX_DTYPES else "double"}
-        v["OP"] = red.op(CTYPES[d], ACC_CTYPES[d]).format(**v)
-        red.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v])
-        red.src.instantiate(f"fin_{name}_{{s}}", _FIN_PARAMS, _FIN_CALL, [v])
+        v["OP"] = k.op(CTYPES[d], ACC_CTYPES[d]).format(**v)
+        k.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v])
+        k.src.instantiate(f"fin_{name}_{{s}}", _FIN_PARAMS, _FIN_CALL, [v])
 
 
-for _name, _red in REDUCTIONS.items():
-    _declare(_name, _red)
+for _name, _k in KERNELS.items():
+    declare(_name, _k)
 
 
 # ---- layout ---------------------------------------------------------------------------------
@@ -246,9 +227,9 @@ def _staged(t: Tensor | None, dt: D.dtype) -> Tensor | None:
 
 def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
            out2: Tensor | None = None, p: float = 0.0, flag: int = 0) -> None:
-    """Launch the reduction ``name`` (a REDUCTIONS key) of ``x`` over ``dims`` into the flat,
+    """Launch the reduction ``name`` (a KERNELS key) of ``x`` over ``dims`` into the flat,
     contiguous ``out1`` (and ``out2``: the mean of var, the indices of an arg-extremum)."""
-    red = REDUCTIONS[name]
+    red = KERNELS[name]
     d = x._dtype
     s = short_name(d, name)
     if d not in red.dtypes:
@@ -262,7 +243,7 @@ def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
         out1.copy_(target)
 
 
-def _launch_reduce(red: Reduction, kname: str, x: Tensor, pl: ReducePlan, out1: Tensor | None,
+def _launch_reduce(red: Kernels, kname: str, x: Tensor, pl: ReducePlan, out1: Tensor | None,
                    out2: Tensor | None, p: float, flag: int) -> None:
     from gputensor.kernels.allocation import empty
 
@@ -298,7 +279,7 @@ for _name in ("sum", "nansum", "prod", "mean", "amax", "amin", "all", "any", "co
 @CUDA.register("norm")
 def norm(result: Tensor, inp: Tensor, dims: tuple[int, ...], p: float) -> None:
     """Vector p-norm: 0, 1, 2, +-inf accumulate in the sum dtype, other p in float64."""
-    reduce(f"norm{NORM_KINDS.get(float(p), 5)}", inp, dims, result, p=float(p))
+    reduce(norm_reduction(p), inp, dims, result, p=float(p))
 
 
 @CUDA.register("_var_mean")
@@ -368,7 +349,7 @@ def _declare_lines() -> None:
     ints = [d for d in REAL_DTYPES if d not in FLOAT_DTYPES]
     for d in ALL_DTYPES:
         w = "gt::complex<double>" if d in COMPLEX_DTYPES else "double"
-        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[_int_out(d)],
+        v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[int_to_int64(d)],
              "W": "long long" if d in ints else w}
         for op, mul in (("add", "false"), ("mul", "true")):
             SCANS.instantiate(
@@ -406,7 +387,7 @@ def scan(result: Tensor, inp: Tensor, dim: int, op: str, reverse: bool = False) 
     ln = lines(inp._shape, dim, [inp])
     if ln.L == 0 or ln.K == 0:
         return
-    target = _staged(result, _int_out(inp._dtype))
+    target = _staged(result, int_to_int64(inp._dtype))
     threads = ln.L * 32 if ln.I == 1 else ln.L  # a warp per contiguous line, else a thread
     launch(SCANS, f"scan_{'mul' if op == '*' else 'add'}_{s}", grid_for(threads, BLOCK), BLOCK,
            [inp, target, constant_array(ln.meta), int(ln.L), int(ln.K),
