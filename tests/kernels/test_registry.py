@@ -115,6 +115,28 @@ def test_cpu_and_cuda_backends_name_the_same_kernels():
         assert sorted(builtin - set(cpu)) == [], f"{layout}: CUDA-only kernels"
 
 
+def test_cpu_and_cuda_kernels_take_the_same_parameters():
+    """A backend-kernel contract is one signature: both backends' kernels of a name take the
+    same parameters, in the same order, with the same defaults, and none hides behind
+    *args/**kwargs (the frontend calls both the same way)."""
+    import inspect
+
+    import gputensor.kernels.cuda.ops  # noqa: F401  (registers the CUDA kernels)
+
+    def params(fn):
+        ps = list(inspect.signature(fn).parameters.values())
+        assert all(p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in ps), fn
+        return [(p.name, p.default) for p in ps]
+
+    for layout in ("strided", "sparse_coo"):
+        cpu, cuda = BACKENDS["cpu", layout].kernels, BACKENDS["cuda", layout].kernels
+        shared = [n for n in cpu if n in cuda and "::" not in n
+                  and not (n in OPS and OPS[n].expr is not None)]
+        assert shared
+        differ = [n for n in shared if params(cpu[n]) != params(cuda[n])]
+        assert differ == [], f"{layout}: CPU and CUDA kernels disagree on parameters: {differ}"
+
+
 def _derivatives():
     from gputensor.autograd.derivatives import Derivative
 
