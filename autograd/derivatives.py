@@ -414,14 +414,19 @@ class NoDerivative:
             mark_not_implemented(self.op_name, result, args, {})
 
 
-def differentiable(fn: Callable, derivative: Derivative | None, op_name: str) -> Callable:
-    """Wrap an op frontend so calls record the op's node (or a not-implemented node)."""
+def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
+                   renames: dict[str, str] | None = None) -> Callable:
+    """Wrap an op frontend so calls record the op's node (or a not-implemented node).
+    ``renames`` maps keyword aliases to the frontend's names (NumPy's ``axis``/``keepdims``
+    for ``dim``/``keepdim``, as PyTorch accepts them)."""
     import functools
 
     state = grad_mode._state
     if derivative is None:
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
+            if kwargs and renames:
+                kwargs = rename_keywords(kwargs, renames, op_name)
             result = fn(*args, **kwargs)
             if getattr(state, "enabled", True):
                 mark_not_implemented(op_name, result, args, kwargs)
@@ -430,6 +435,8 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str) ->
 
     @functools.wraps(fn)
     def recorded(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and renames:
+            kwargs = rename_keywords(kwargs, renames, op_name)
         if not getattr(state, "enabled", True) or not _any_requires_grad(args, kwargs):
             return fn(*args, **kwargs)
         if kwargs.get("out") is not None:
@@ -444,6 +451,17 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str) ->
         derivative.record_call(result, args, kwargs)
         return result
     return recorded
+
+
+def rename_keywords(kwargs: dict[str, Any], renames: dict[str, str], op_name: str
+                    ) -> dict[str, Any]:
+    """``kwargs`` with each alias in ``renames`` under the name it stands for."""
+    for alias, name in renames.items():
+        if alias in kwargs:
+            if name in kwargs:
+                raise TypeError(f"{op_name}() got both '{name}' and its alias '{alias}'")
+            kwargs[name] = kwargs.pop(alias)
+    return kwargs
 
 
 def _any_requires_grad(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:

@@ -66,7 +66,7 @@ from gputensor import _ops
 from gputensor._ops import public_ops as _public_ops
 from gputensor._random import (Generator, default_generator, get_rng_state, initial_seed,
                                manual_seed, seed, set_rng_state)
-from gputensor._ops._core import broadcast_shapes
+from gputensor._size import broadcast_shapes
 from gputensor._ops._core import result_type as _result_type
 from gputensor._tensor_str import get_printoptions, printoptions, set_printoptions
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Sequence
 
 
 class Size(tuple):
@@ -26,3 +28,23 @@ class Size(tuple):
 
     def __reduce__(self) -> tuple:
         return (Size, (tuple(self),))
+
+
+def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
+    """``torch.broadcast_shapes``: the shape tensors of these shapes broadcast to; an int is a
+    1-d shape. (Op dispatch uses the plain-tuple ``kernels.layout.broadcast_shapes``.)"""
+    from gputensor.kernels.layout import broadcast_shapes as broadcast
+
+    tuples = []
+    for shape in shapes:
+        dims = (shape,) if isinstance(shape, int) else tuple(shape)
+        try:
+            dims = tuple(operator.index(n) for n in dims)
+        except TypeError:
+            raise TypeError(f"broadcast_shapes: expected ints or sequences of ints, got "
+                            f"{shape!r}") from None
+        if any(n < 0 for n in dims):
+            raise ValueError(f"Attempting to broadcast a dimension with negative length! "
+                             f"(shape {dims})")
+        tuples.append(dims)
+    return Size(broadcast(*tuples))

@@ -61,6 +61,16 @@ def parse_size(args: tuple) -> tuple[int, ...]:
     return tuple(out)
 
 
+def new_shape(args: tuple) -> tuple[int, ...]:
+    """The shape of a tensor to create (``parse_size``'s forms); a negative size is PyTorch's
+    RuntimeError, not NumPy's."""
+    shape = parse_size(args)
+    if any(n < 0 for n in shape):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(shape)}: "
+                           f"{list(shape)}")
+    return shape
+
+
 class Tensor:
     """A strided tensor (``gt.Tensor``). Constructed by ops; ``gt.Tensor(2, 3)`` works too."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -12,7 +14,7 @@ from gputensor import _dtype as D
 from gputensor._device import device as Device
 from gputensor._device import get_default_device, to_device
 from gputensor._tensor import Tensor
-from gputensor.autograd.derivatives import Derivative
+from gputensor.autograd.derivatives import Derivative, rename_keywords
 from gputensor.autograd.derivatives import differentiable as differentiable_frontend
 
 # Allocation, kernel lookup and broadcasting live below the frontends (kernels use them too);
@@ -42,7 +44,13 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
         op_name = name or fn.__name__
         derivative = Derivative.for_function(op_name, fn, grad, output_differentiable) \
             if grad is not None else None
-        frontend = differentiable_frontend(fn, derivative, op_name) if differentiable else fn
+        renames = _numpy_aliases(fn)
+        if differentiable:
+            frontend = differentiable_frontend(fn, derivative, op_name, renames)
+        elif renames:
+            frontend = _with_aliases(fn, renames, op_name)
+        else:
+            frontend = fn
         opdef = OpDef(name=op_name, frontend=frontend, method=method, inplace=inplace,
                       aliases=aliases, doc=fn.__doc__ or "", derivative=derivative,
                       function=function, differentiable=differentiable,
@@ -52,6 +60,25 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
         declare(opdef)
         return frontend
     return deco
+
+
+# PyTorch's argument parser takes NumPy's names for these parameters (x.sum(axis=1)).
+_NUMPY_ALIASES = (("axis", "dim"), ("keepdims", "keepdim"))
+
+
+def _numpy_aliases(fn: Callable) -> dict[str, str]:
+    params = inspect.signature(fn).parameters
+    return {alias: name for alias, name in _NUMPY_ALIASES
+            if name in params and alias not in params}
+
+
+def _with_aliases(fn: Callable, renames: dict[str, str], op_name: str) -> Callable:
+    @functools.wraps(fn)
+    def aliased(*args: Any, **kwargs: Any) -> Any:
+        if kwargs:
+            kwargs = rename_keywords(kwargs, renames, op_name)
+        return fn(*args, **kwargs)
+    return aliased
 
 
 def tensor_method(*names: str, prop: bool = False) -> Callable:

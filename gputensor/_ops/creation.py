@@ -10,7 +10,7 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._device import CPU
 from gputensor._device import device as Device
-from gputensor._tensor import Tensor, parse_size
+from gputensor._tensor import Tensor, new_shape
 from gputensor.storage.untyped import UntypedStorage
 
 from ._core import empty as alloc
@@ -126,7 +126,7 @@ def _filled(size: tuple, value: Any, dtype: Any, device: Any, requires_grad: boo
             out: Tensor | None = None) -> Tensor:
     dt = _dtype_or_default(dtype)
     dev = resolve_device(device)
-    t = alloc(parse_size(size), dt, dev) if out is None else out.resize_(parse_size(size))
+    t = alloc(new_shape(size), dt, dev) if out is None else out.resize_(new_shape(size))
     t.fill_(value)
     t._storage._version = 0
     return _finish(t, requires_grad)
@@ -159,9 +159,26 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
           out: Tensor | None = None, layout: Any = None, pin_memory: bool = False,
           memory_format: Any = None) -> Tensor:
     if out is not None:
-        return out.resize_(parse_size(size))
-    return _finish(alloc(parse_size(size), _dtype_or_default(dtype), resolve_device(device)),
+        return out.resize_(new_shape(size))
+    return _finish(alloc(new_shape(size), _dtype_or_default(dtype), resolve_device(device)),
                    requires_grad)
+
+
+@op(method=False, differentiable=False)
+def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
+                  requires_grad: bool = False) -> Tensor:
+    """An uninitialised tensor with the given strides over storage that just holds it."""
+    shape, strides = new_shape(size), tuple(int(s) for s in stride)
+    if len(shape) != len(strides):
+        raise RuntimeError(f"dimensionality of sizes ({len(shape)}) must match dimensionality "
+                           f"of strides ({len(strides)})")
+    if any(s < 0 for s in strides):
+        raise RuntimeError(f"empty_strided: negative strides are not supported, got strides "
+                           f"{list(strides)} for sizes {list(shape)}")
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+    dt = _dtype_or_default(dtype)
+    flat = alloc((span,), dt, resolve_device(device))
+    return _finish(Tensor._make(flat._storage, dt, shape, strides, 0), requires_grad)
 
 
 def _like(name: str, fill: Any) -> None:
@@ -184,11 +201,17 @@ for _name, _fill in (("zeros_like", 0), ("ones_like", 1), ("empty_like", None),
 
 
 @op(method=False, differentiable=False)
-def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
-           requires_grad: bool = False, out: Tensor | None = None) -> Tensor:
-    """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64."""
+def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
+           device: Any = None, requires_grad: bool = False,
+           out: Tensor | None = None) -> Tensor:
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; ints give int64.
+    ``arange(n)`` and ``arange(end=n)`` count from 0."""
     if end is None:
+        if start is None:
+            raise TypeError("arange() missing required argument 'end'")
         start, end = 0, start
+    elif start is None:
+        start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if vals[2] == 0:
         raise RuntimeError("arange: step must be nonzero")
@@ -243,7 +266,7 @@ def legacy_construct(dt: D.dtype, device: Any, args: tuple) -> Tensor:
         return args[0].to(dtype=dt, device=dev)
     if len(args) == 1 and not isinstance(args[0], int | np.integer):
         return tensor(args[0], dtype=dt, device=dev)
-    return alloc(parse_size(args) if args else (0,), dt, dev)
+    return alloc(new_shape(args) if args else (0,), dt, dev)
 
 
 def _rebuild_tensor(storage: Any, offset: int, shape: tuple, stride: tuple,

@@ -17,7 +17,7 @@ from gputensor import _dtype as D
 from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._random import Generator, default_generator_for
-from gputensor._tensor import Tensor, parse_size
+from gputensor._tensor import Tensor, new_shape
 from gputensor.kernels.registry import BACKENDS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op, resolve_device, tensor_method
@@ -135,13 +135,6 @@ def _factory_device(device: Any, out: Tensor | None) -> Device:
     return out.device
 
 
-def _check_shape(shape: tuple[int, ...]) -> tuple[int, ...]:
-    if any(n < 0 for n in shape):
-        raise RuntimeError(f"Trying to create tensor with negative dimension "
-                           f"{min(shape)}: {list(shape)}")
-    return shape
-
-
 def _factory(shape: tuple[int, ...], dt: D.dtype, dev: Device, out: Tensor | None,
              requires_grad: bool, name: str, gen: Generator, *args: Any) -> Tensor:
     """Shared tail of rand/randn/randint/randperm/normal(size): sample into out or a new one."""
@@ -176,7 +169,7 @@ def _size_args(fn: str, args: tuple, size: Any) -> tuple[int, ...]:
     if not args:
         raise TypeError(f"{fn}() missing required argument 'size'")
     try:
-        return _check_shape(parse_size(args))
+        return new_shape(args)
     except TypeError:
         got = type(args[0]).__name__
         raise TypeError(f"{fn}(): argument 'size' must be tuple of ints, not {got}") from None
@@ -277,7 +270,7 @@ def randint(*args: Any, low: Any = None, high: Any = None, size: Any = None,
             layout: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """randint(low=0, high, size): integers uniform on [low, high); int64 unless dtype= says."""
     lo, hi, size = _randint_args(args, low, high, size)
-    shape = _check_shape(parse_size((size,)))
+    shape = new_shape((size,))
     dt = _factory_dtype(dtype, out, D.int64)
     _check_range(lo, hi, dt)
     dev = _factory_device(device, out)
@@ -291,7 +284,7 @@ def randperm(n: Any, *, generator: Generator | None = None, out: Tensor | None =
              requires_grad: bool = False, pin_memory: bool = False) -> Tensor:
     """A random permutation of 0 .. n-1 (int64 unless dtype= says)."""
     n = _as_int(n, "n", "randperm")
-    _check_shape((n,))
+    new_shape((n,))
     dt = _factory_dtype(dtype, out, D.int64)
     if dt is D.bool or dt.is_complex:
         raise RuntimeError(f"randperm: not implemented for '{dt.legacy_name}' tensors")

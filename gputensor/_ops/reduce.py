@@ -212,26 +212,42 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
 
 @op(method=True, output_differentiable=(True, False),
     cost=memory_cost(1, "input"), grad={
-        "input": lambda g, input, outs, dim, keepdim:
-            _select_grad(g, input, outs, dim, keepdim, True),
+        "input": lambda g, input, outs, dim, keepdim, other:
+            _select_grad(g, input, outs, dim if other is None else other, keepdim, True),
         "dim": lambda g, dim, outs, input, keepdim:
-            _select_grad(g, dim, outs, input, keepdim, True)})
-def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+            _select_grad(g, dim, outs, input, keepdim, True),
+        "other": lambda g, other, outs, input, keepdim:
+            _select_grad(g, other, outs, input, keepdim, True)})
+def max(input: Tensor, dim: Any = None, keepdim: bool = False,
+        other: Tensor | None = None, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
     max(input, other) -> the elementwise maximum."""
-    return _max_min("max", input, dim, keepdim, out)
+    return _max_min("max", input, _dim_or_other("max", dim, other), keepdim, out)
 
 
 @op(method=True, output_differentiable=(True, False),
     cost=memory_cost(1, "input"), grad={
-        "input": lambda g, input, outs, dim, keepdim:
-            _select_grad(g, input, outs, dim, keepdim, False),
+        "input": lambda g, input, outs, dim, keepdim, other:
+            _select_grad(g, input, outs, dim if other is None else other, keepdim, False),
         "dim": lambda g, dim, outs, input, keepdim:
-            _select_grad(g, dim, outs, input, keepdim, False)})
-def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:
+            _select_grad(g, dim, outs, input, keepdim, False),
+        "other": lambda g, other, outs, input, keepdim:
+            _select_grad(g, other, outs, input, keepdim, False)})
+def min(input: Tensor, dim: Any = None, keepdim: bool = False,
+        other: Tensor | None = None, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
     min(input, other) -> the elementwise minimum."""
-    return _max_min("min", input, dim, keepdim, out)
+    return _max_min("min", input, _dim_or_other("min", dim, other), keepdim, out)
+
+
+def _dim_or_other(name: str, dim: Any, other: Tensor | None) -> Any:
+    """``max(x, other=y)`` is ``max(x, y)`` (PyTorch's keyword for the elementwise form; a
+    positional parameter here only so that its derivative can bind it)."""
+    if other is None:
+        return dim
+    if dim is not None:
+        raise TypeError(f"{name}() received both dim={dim!r} and other=: use one")
+    return other
 
 
 def _argop(name: str, input: Tensor, dim: int | None, keepdim: bool,

@@ -334,7 +334,7 @@ def _need_dims(tensor: Tensor, op_name: str) -> None:
         raise RuntimeError(f"{op_name} expects at least a 1-dimensional tensor")
 
 
-@op()
+@op(method=False)
 def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of equal chunks of ``split_size`` (the last may be smaller) or of given sizes."""
     if not _is_int(split_size_or_sections) and not (
@@ -351,6 +351,12 @@ def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Te
                            f"size of {n}")
     count = max(-(-n // s), 1) if s else 1
     return split_with_sizes(tensor, [min(s, n - i * s) for i in range(count)], d)
+
+
+@tensor_method("split")
+def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    """``Tensor.split(split_size, dim)``: PyTorch names the method's argument split_size."""
+    return split(self, split_size, dim)
 
 
 @op(grad={"input": "cat(grads, dim)"})

@@ -42,3 +42,31 @@ def test_full_matches_torch(device):
     assert_close(gt.full((2, 3), 7, device=device), torch.full((2, 3), 7))
     assert_close(gt.full((2,), 1.5, device=device), torch.full((2,), 1.5))
     assert_close(gt.full((1,), True, device=device), torch.full((1,), True))
+
+
+@pytest.mark.parametrize(("size", "stride"), [((2, 3), (1, 2)), ((2, 3), (3, 1)),
+                                              ((0, 3), (5, 1)), ((4,), (2,)), ((), ())])
+def test_empty_strided_matches_torch(device, size, stride):
+    got = gt.empty_strided(size, stride, dtype=gt.float32, device=device)
+    want = torch.empty_strided(size, stride, dtype=torch.float32)
+    assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride()
+    assert got.untyped_storage().nbytes() == want.untyped_storage().nbytes()
+    assert got.device.type == gt.device(device).type
+    got.copy_(gt.arange(got.numel(), dtype=gt.float32).reshape(size))  # writable where it says
+    assert got.cpu().tolist() == gt.arange(got.numel(), dtype=gt.float32).reshape(size).tolist()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: gt.empty(-2, 3), lambda: gt.zeros((2, -1)), lambda: gt.ones([-1]),
+    lambda: gt.full((-3,), 1.0), lambda: gt.rand(-1), lambda: gt.randperm(-2),
+    lambda: gt.empty_strided((-2, 3), (3, 1)), lambda: gt.FloatTensor(-1, 2)])
+def test_a_negative_size_is_pytorchs_error(make):
+    with pytest.raises(RuntimeError, match="Trying to create tensor with negative dimension"):
+        make()
+
+
+def test_empty_strided_errors():
+    with pytest.raises(RuntimeError, match=r"dimensionality of sizes \(2\) must match .* \(1\)"):
+        gt.empty_strided((2, 3), (3,))
+    with pytest.raises(RuntimeError, match="negative strides are not supported"):
+        gt.empty_strided((2, 3), (-1, 1))

@@ -295,6 +295,24 @@ def test_sequential_and_random_samplers():
         RandomSampler(ds, num_samples=0)
 
 
+@pytest.mark.parametrize("replacement", [True, False])
+def test_random_sampler_draws_lazily(replacement):
+    """minGPT's trainer asks for 10**10 draws and takes a few batches: the sampler draws as
+    it is read, in chunks, never all up front (that would be 74 GiB)."""
+    ds = Squares(9)
+    sampler = RandomSampler(ds, replacement=replacement, num_samples=10**10,
+                            generator=gt.Generator().manual_seed(3))
+    assert len(sampler) == 10**10
+    it = iter(sampler)
+    taken = [next(it) for _ in range(3 * RandomSampler.CHUNK + 5)]  # across chunk boundaries
+    assert all(0 <= i < 9 for i in taken)
+    if not replacement:  # whole permutations back to back
+        assert all(sorted(taken[j:j + 9]) == list(range(9)) for j in range(0, 3063, 9))
+    again = iter(RandomSampler(ds, replacement=replacement, num_samples=10**10,
+                               generator=gt.Generator().manual_seed(3)))
+    assert [next(again) for _ in range(len(taken))] == taken
+
+
 def test_subset_and_weighted_samplers():
     picked = list(SubsetRandomSampler([3, 8, 11], generator=gt.Generator().manual_seed(0)))
     assert sorted(picked) == [3, 8, 11]

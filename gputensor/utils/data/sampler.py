@@ -55,6 +55,8 @@ class SequentialSampler(Sampler):
 class RandomSampler(Sampler):
     """A random permutation of the indices, or ``num_samples`` draws with replacement."""
 
+    CHUNK = 1024  # draws with replacement made per randint call
+
     def __init__(self, data_source: Sized, replacement: bool = False,
                  num_samples: int | None = None, generator: gt.Generator | None = None) -> None:
         if not isinstance(replacement, bool):
@@ -78,16 +80,21 @@ class RandomSampler(Sampler):
                 raise ValueError("RandomSampler: cannot draw with replacement from an empty "
                                  "dataset")
             return iter(())
-        gen = _pass_generator(self.generator)
+        return self._draws(n, k, _pass_generator(self.generator))
+
+    def _draws(self, n: int, k: int, gen: gt.Generator | None) -> Iterator[int]:
+        """Drawn lazily, as PyTorch does: ``num_samples`` may be far larger than memory
+        (minGPT's trainer asks for 10**10 draws and takes what it needs)."""
         if self.replacement:
-            return iter(gt.randint(0, n, (k,), dtype=gt.int64, generator=gen).tolist())
+            for start in range(0, k, self.CHUNK):
+                yield from gt.randint(0, n, (min(self.CHUNK, k - start),), dtype=gt.int64,
+                                      generator=gen).tolist()
+            return
         # Without replacement, more samples than n means whole permutations back to back.
-        order: list[int] = []
         for _ in range(k // n):
-            order += gt.randperm(n, generator=gen).tolist()
+            yield from gt.randperm(n, generator=gen).tolist()
         if k % n:
-            order += gt.randperm(n, generator=gen)[:k % n].tolist()
-        return iter(order)
+            yield from gt.randperm(n, generator=gen)[:k % n].tolist()
 
     def __len__(self) -> int:
         return self.num_samples
