@@ -9,6 +9,8 @@ inputs as one list, ``tensors = [input, weight, bias]``: the derivative formula 
 argument returns every gradient from one call, so the fused backward kernel runs once per
 node. Their backward ops switch to a composition of differentiable ops when the gradient
 itself must be differentiated (``create_graph=True``), so double backward works too.
+Their formulas read the input, the weight and the statistics (``out1``, ``out2``), never the
+output (``outs`` would save it), so an in-place activation on the output keeps backward valid.
 """
 
 from __future__ import annotations
@@ -134,7 +136,7 @@ def _bn_layout(x: Tensor) -> tuple[int, int, int]:
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_batch_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], eps)[:len(tensors)]"},
+                     "else None, out1, out2, eps)[:len(tensors)]"},
                      cost=memory_cost(8, "input"))
 def _batch_norm(tensors: list[Tensor], running_mean: Tensor | None, running_var: Tensor | None,
                 momentum: float, eps: float) -> tuple[Tensor, Tensor, Tensor]:
@@ -217,7 +219,7 @@ def _gn_layout(x: Tensor, groups: int) -> tuple[int, int]:
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_layer_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], normalized_ndim, eps)[:len(tensors)]"},
+                     "else None, out1, out2, normalized_ndim, eps)[:len(tensors)]"},
                      cost=memory_cost(8, "input"))
 def _layer_norm(tensors: list[Tensor], normalized_ndim: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:
@@ -270,7 +272,7 @@ def _layer_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
 
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_group_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
-                     "else None, outs[1], outs[2], num_groups, eps)[:len(tensors)]"},
+                     "else None, out1, out2, num_groups, eps)[:len(tensors)]"},
                      cost=memory_cost(8, "input"))
 def _group_norm(tensors: list[Tensor], num_groups: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:

@@ -212,12 +212,12 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
 
 @op(method=True, output_differentiable=(True, False),
     cost=memory_cost(1, "input"), grad={
-        "input": lambda g, input, outs, dim, keepdim, other:
-            _select_grad(g, input, outs, dim if other is None else other, keepdim, True),
-        "dim": lambda g, dim, outs, input, keepdim:
-            _select_grad(g, dim, outs, input, keepdim, True),
-        "other": lambda g, other, outs, input, keepdim:
-            _select_grad(g, other, outs, input, keepdim, True)})
+        "input": lambda g, input, out1, dim, keepdim, other:
+            _select_grad(g, input, out1, dim if other is None else other, keepdim, True),
+        "dim": lambda g, dim, out1, input, keepdim:
+            _select_grad(g, dim, out1, input, keepdim, True),
+        "other": lambda g, other, out1, input, keepdim:
+            _select_grad(g, other, out1, input, keepdim, True)})
 def max(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
@@ -227,12 +227,12 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False,
 
 @op(method=True, output_differentiable=(True, False),
     cost=memory_cost(1, "input"), grad={
-        "input": lambda g, input, outs, dim, keepdim, other:
-            _select_grad(g, input, outs, dim if other is None else other, keepdim, False),
-        "dim": lambda g, dim, outs, input, keepdim:
-            _select_grad(g, dim, outs, input, keepdim, False),
-        "other": lambda g, other, outs, input, keepdim:
-            _select_grad(g, other, outs, input, keepdim, False)})
+        "input": lambda g, input, out1, dim, keepdim, other:
+            _select_grad(g, input, out1, dim if other is None else other, keepdim, False),
+        "dim": lambda g, dim, out1, input, keepdim:
+            _select_grad(g, dim, out1, input, keepdim, False),
+        "other": lambda g, other, out1, input, keepdim:
+            _select_grad(g, other, out1, input, keepdim, False)})
 def min(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
@@ -569,20 +569,23 @@ def _evenly(g: Tensor, input: Tensor, value: Tensor, dim: Any, keepdim: bool) ->
     return masked(expand_reduced(g, input.shape, dim, keepdim) / count, mask)
 
 
-def _select_grad(g: Tensor, input: Any, outs: list, dim: Any, keepdim: bool,
+def _select_grad(g: Tensor, input: Any, indices: Tensor | None, dim: Any, keepdim: bool,
                  largest: bool) -> Tensor:
     """The gradient of max/min: of ``input`` in all three forms, and of the second operand of
-    the elementwise form (called with the operands swapped)."""
+    the elementwise form (called with the operands swapped). Only the indices are saved (as
+    PyTorch does), so an in-place op on the values leaves backward valid; the full reduction
+    recomputes its value from the input."""
     if isinstance(dim, Tensor):  # elementwise maximum/minimum: ties split the gradient
         wins = input > dim if largest else input < dim
         return masked(g, wins) + masked(g * 0.5, input == dim)
     if dim is None:
-        return _evenly(g, input, outs[0], None, False)
+        x = input.detach()
+        return _evenly(g, input, x.amax() if largest else x.amin(), None, False)
     nd = input.dim()
     if nd == 0:
         return g
     d = normalize_dim(dim, nd)
-    indices = outs[1] if keepdim else outs[1].unsqueeze(d)
+    indices = indices if keepdim else indices.unsqueeze(d)
     g = g if keepdim else g.unsqueeze(d)
     positions = OPS["arange"].frontend(input.shape[d], device=g.device)
     positions = positions.reshape(tuple(-1 if i == d else 1 for i in range(nd)))

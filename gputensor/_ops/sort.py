@@ -91,7 +91,7 @@ def _no_complex(input: Tensor, op_name: str, bool_ok: bool = True) -> None:
 
 
 # The values' gradient lands where the indices say; the indices themselves have none.
-@op(grad={"input": "_gather_backward(g, input_shape, dim, outs[1])"},
+@op(grad={"input": "_gather_backward(g, input_shape, dim, out1)"},
     output_differentiable=(True, False))
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          out: Any = None) -> sort_result:
@@ -119,7 +119,7 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _copy_out(sort(input, 0).values, out, "msort")
 
 
-@op(grad={"input": "_gather_backward(g, input_shape, dim, outs[1])"},
+@op(grad={"input": "_gather_backward(g, input_shape, dim, out1)"},
     output_differentiable=(True, False))
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
          out: Any = None) -> topk_result:
@@ -140,7 +140,7 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
 
 
 @op(grad={"input": "_gather_backward(unsqueeze_like(g, input_shape, dim, keepdim), "
-                   "input_shape, dim, unsqueeze_like(outs[1], input_shape, dim, keepdim))"},
+                   "input_shape, dim, unsqueeze_like(out1, input_shape, dim, keepdim))"},
     output_differentiable=(True, False))
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> kthvalue_result:

@@ -300,3 +300,28 @@ def test_softmax_forward_matches_torch(log: bool, shape: tuple, dim: int, device
     fn = "log_softmax" if log else "softmax"
     out = getattr(gt, fn)(gt.tensor(data, device=device), dim)
     assert_close(out, getattr(torch, fn)(torch.tensor(data), dim), rtol=2e-5, atol=1e-5)
+
+
+# op, applied to the (values, indices) it returns: PyTorch saves only the indices
+VALUE_INDEX_OPS = {
+    "sort": lambda m, x: m.sort(x, 1),
+    "topk": lambda m, x: m.topk(x, 2, 1),
+    "kthvalue": lambda m, x: m.kthvalue(x, 2, 1),
+    "max_dim": lambda m, x: m.max(x, 1),
+    "min_dim_keepdim": lambda m, x: m.min(x, 0, keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", VALUE_INDEX_OPS)
+def test_in_place_op_on_the_values_keeps_backward_valid(device: str, name: str) -> None:
+    """The values these ops return may be modified in place (x.sort()[0].relu_()) before
+    backward, as in PyTorch: their derivatives read the indices, never the values."""
+    data = values((3, 4), seed=7)
+    x = leaf(data, device)
+    tx = torch.tensor(data, requires_grad=True)
+    weights = values((3, 4), seed=8)
+    for lib, inp in ((gt, x), (torch, tx)):
+        vals = VALUE_INDEX_OPS[name](lib, inp)[0].relu_()
+        w = weights.reshape(-1)[:vals.numel()].reshape(tuple(vals.shape))
+        (vals * (gt.tensor(w, device=device) if lib is gt else torch.tensor(w))).sum().backward()
+    assert_close(x.grad, tx.grad)

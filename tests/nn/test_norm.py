@@ -311,3 +311,59 @@ def test_eval_batch_norm_gradcheck():
     assert gt.autograd.gradgradcheck(fn, (x, w, b))
     scale, shift = _f64((1, 4, 1), 3), _f64((1, 4, 1), 4)
     assert gt.autograd.gradcheck(nn_ops._scale_shift, (x, scale, shift))
+
+
+# == in-place activations after a norm (issue 16) ===============================================
+# The norms save their input and statistics, not their output, so an in-place activation on
+# the output (the usual Conv -> BatchNorm -> ReLU(inplace=True)) leaves backward intact.
+_NORM_STACKS = {
+    "BatchNorm1d": (lambda nn: [nn.Linear(5, 4), nn.BatchNorm1d(4)], (6, 5)),
+    "BatchNorm2d": (lambda nn: [nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)], (2, 3, 6, 6)),
+    "LayerNorm": (lambda nn: [nn.Linear(5, 4), nn.LayerNorm(4)], (3, 2, 5)),
+    "GroupNorm": (lambda nn: [nn.Conv2d(3, 4, 3), nn.GroupNorm(2, 4)], (2, 3, 6, 6)),
+}
+
+
+@pytest.mark.parametrize("act", ["ReLU", "LeakyReLU"])
+@pytest.mark.parametrize("norm", list(_NORM_STACKS))
+def test_norm_then_inplace_activation_trains(device, norm, act):
+    layers, shape = _NORM_STACKS[norm]
+    t_mod = torch.nn.Sequential(*layers(torch.nn), getattr(torch.nn, act)(inplace=True))
+    g_mod = gt.nn.Sequential(*layers(gt.nn), getattr(gt.nn, act)(inplace=True))
+    t_mod.double()
+    g_mod.to(device, gt.float64)
+    g_mod.load_state_dict({k: gt.tensor(v.numpy(), device=device)
+                           for k, v in t_mod.state_dict().items()})
+    g_opt = gt.optim.SGD(g_mod.parameters(), lr=0.1)
+    t_opt = torch.optim.SGD(t_mod.parameters(), lr=0.1)
+    x, tx = _pair(shape, gt.float64, device)
+    _backward(g_mod(x), t_mod(tx), device)
+    pairs = list(zip(g_mod.parameters(), t_mod.parameters(), strict=True))
+    _assert_grads([(x, tx), *pairs], gt.float64)
+    g_opt.step()
+    t_opt.step()
+    for g, t in zip(g_mod.state_dict().values(), t_mod.state_dict().values(), strict=True):
+        assert_close(g, t, atol=1e-10, rtol=1e-10)
+
+
+def test_norm_functionals_then_inplace_relu(device):
+    # eval-mode batch norm, batch norm without running statistics and the functionals called
+    # directly, each followed by an in-place activation on their output.
+    x, tx = _pair((4, 3, 5), gt.float64, device)
+    w, tw = _pair((3,), gt.float64, device, seed=1)
+    b, tb = _pair((3,), gt.float64, device, seed=2)
+    stats = [random_array((3,), gt.float64, 0.5, 2.0, seed=s) for s in (3, 4)]
+    rm, rv = (gt.tensor(a, device=device) for a in stats)
+    trm, trv = (torch.from_numpy(a.copy()) for a in stats)
+    cases = [
+        (lambda: batch_norm(x, rm, rv, w, b, False), lambda: TF.batch_norm(tx, trm, trv, tw, tb)),
+        (lambda: batch_norm(x, None, None, w, b, True),
+         lambda: TF.batch_norm(tx, None, None, tw, tb, True)),
+        (lambda: layer_norm(x, (3, 5)), lambda: TF.layer_norm(tx, (3, 5))),
+        (lambda: group_norm(x, 3, w, b), lambda: TF.group_norm(tx, 3, tw, tb)),
+    ]
+    for i, (g_fn, t_fn) in enumerate(cases):
+        for t in (x, w, b, tx, tw, tb):
+            t.grad = None
+        _backward(g_fn().relu_(), t_fn().relu_(), device)
+        _assert_grads([(x, tx)] if i == 2 else [(x, tx), (w, tw), (b, tb)], gt.float64)
