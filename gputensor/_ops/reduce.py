@@ -210,14 +210,20 @@ def _max_min(name: str, input: Tensor, dim: Any, keepdim: bool, out: Any) -> Any
     return (MaxResult if largest else MinResult)(values, indices)
 
 
-@op(method=True, output_differentiable=(True, False),
-    cost=memory_cost(1, "input"), grad={
+def _select_grads(largest: bool) -> dict[str, Any]:
+    """max/min's formulas: the gradient of each argument that can be a tensor (the input, the
+    second operand given positionally as ``dim`` or as ``other``), from the indices only."""
+    return {
         "input": lambda g, input, out1, dim, keepdim, other:
-            _select_grad(g, input, out1, dim if other is None else other, keepdim, True),
+            _select_grad(g, input, out1, dim if other is None else other, keepdim, largest),
         "dim": lambda g, dim, out1, input, keepdim:
-            _select_grad(g, dim, out1, input, keepdim, True),
+            _select_grad(g, dim, out1, input, keepdim, largest),
         "other": lambda g, other, out1, input, keepdim:
-            _select_grad(g, other, out1, input, keepdim, True)})
+            _select_grad(g, other, out1, input, keepdim, largest)}
+
+
+@op(method=True, output_differentiable=(True, False), cost=memory_cost(1, "input"),
+    grad=_select_grads(largest=True))
 def max(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
@@ -225,14 +231,8 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False,
     return _max_min("max", input, _dim_or_other("max", dim, other), keepdim, out)
 
 
-@op(method=True, output_differentiable=(True, False),
-    cost=memory_cost(1, "input"), grad={
-        "input": lambda g, input, out1, dim, keepdim, other:
-            _select_grad(g, input, out1, dim if other is None else other, keepdim, False),
-        "dim": lambda g, dim, out1, input, keepdim:
-            _select_grad(g, dim, out1, input, keepdim, False),
-        "other": lambda g, other, out1, input, keepdim:
-            _select_grad(g, other, out1, input, keepdim, False)})
+@op(method=True, output_differentiable=(True, False), cost=memory_cost(1, "input"),
+    grad=_select_grads(largest=False))
 def min(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
