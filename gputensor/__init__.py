@@ -8,6 +8,9 @@ Kernels compile lazily on first use, so importing compiles nothing.
 from __future__ import annotations
 
 import builtins as _builtins
+import math as _math
+
+import numba as _numba
 
 # 1. dtype registry ------------------------------------------------------------------------------
 from gputensor import _dtype
@@ -98,8 +101,26 @@ def numel(input: Tensor) -> _builtins.int:
     return input.numel()
 
 
+# PyTorch's constants (torch.inf, torch.pi, ...; newaxis is None, as in NumPy).
+inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
+newaxis = None
+
+
+def set_num_threads(num: _builtins.int) -> None:
+    """The threads the CPU kernels (Numba's parallel loops) use; at most the number Numba
+    started with (``NUMBA_NUM_THREADS``, the core count by default)."""
+    if not isinstance(num, _builtins.int) or isinstance(num, _builtins.bool) or num < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
+    _numba.set_num_threads(_builtins.min(num, _numba.config.NUMBA_NUM_THREADS))
+
+
+def get_num_threads() -> _builtins.int:
+    return _numba.get_num_threads()
+
+
 # 7. submodules in dependency order ---------------------------------------------------------------
 from gputensor import autograd, backends, cuda, return_types, sparse  # noqa: E402
+from gputensor import accelerator  # noqa: E402
 from gputensor.backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
     set_float32_matmul_precision,
@@ -134,7 +155,8 @@ _HANDWRITTEN = [
     "Generator", "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state",
     "default_generator", "save", "load", "serialization", "nn", "optim", "utils",
     "datasets", "sparse_coo_tensor", "backends", "get_float32_matmul_precision",
-    "set_float32_matmul_precision", "library", "ops",
+    "set_float32_matmul_precision", "library", "ops", "accelerator", "inf", "nan", "pi", "e",
+    "newaxis", "set_num_threads", "get_num_threads",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

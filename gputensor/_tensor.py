@@ -183,6 +183,15 @@ class Tensor:
     def is_sparse(self) -> bool:
         return False
 
+    # Devices this runtime has no backend for: a tensor is never on one (PyTorch's properties).
+    @property
+    def is_xpu(self) -> bool:
+        return False
+
+    @property
+    def is_mps(self) -> bool:
+        return False
+
     def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None) -> Any:
         """A sparse COO copy (gputensor.sparse): entries where this tensor is non-zero."""
         from gputensor.sparse import to_sparse

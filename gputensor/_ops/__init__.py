@@ -30,6 +30,22 @@ from . import (  # noqa: F401  (imported for their declarations)
     views,
 )
 
+# PyTorch's other names for ops declared in this package (functions, methods and in-place
+# methods alike), as torch/_refs and native_functions.yaml list them.
+ALIASES = {
+    "abs": ("absolute",), "acos": ("arccos",), "asin": ("arcsin",), "atan": ("arctan",),
+    "atan2": ("arctan2",), "acosh": ("arccosh",), "asinh": ("arcsinh",),
+    "atanh": ("arctanh",), "mul": ("multiply",), "sub": ("subtract",), "neg": ("negative",),
+    "gt": ("greater",), "ge": ("greater_equal",), "lt": ("less",), "le": ("less_equal",),
+    "ne": ("not_equal",), "trunc": ("fix",), "movedim": ("moveaxis",),
+}
+
+
+def _declare_aliases() -> None:
+    for name, aliases in ALIASES.items():
+        op = OPS[name]
+        op.aliases = (*op.aliases, *(a for a in aliases if a not in op.aliases))
+
 
 def _install_methods() -> None:
     # Methods that are not ops first: an op's method does not replace one of them (nor one
@@ -107,6 +123,7 @@ def _install_operators() -> None:
     Tensor.__hash__ = lambda self: id(self)
 
 
+_declare_aliases()
 _install_methods()
 _install_operators()
 

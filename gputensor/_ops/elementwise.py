@@ -438,6 +438,9 @@ for _name, _expr, _flops, _grad in [
     ("atan", "atan(a)", 20, "g / cj(a * a + 1)"),
     ("sinh", "sinh(a)", 20, "g * cj(a.cosh())"),
     ("cosh", "cosh(a)", 20, "g * cj(a.sinh())"),
+    ("asinh", "asinh(a)", 20, "g / cj((a * a + 1).sqrt())"),
+    ("acosh", "acosh(a)", 20, "g / cj((a * a - 1).sqrt())"),
+    ("atanh", "atanh(a)", 20, "g / cj(1 - a * a)"),
     # The fused backward ops take conj(out) so complex inputs get grad * conj(derivative).
     ("tanh", "tanh(a)", 20, "_tanh_backward(g, cj(out))"),
     ("sigmoid", "sigmoid(a)", 22, "_sigmoid_backward(g, cj(out))"),

@@ -239,6 +239,12 @@ def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 
 
 @op()
+def ravel(input: Tensor) -> Tensor:
+    """The elements in one dim: a view when the layout allows, else a contiguous copy."""
+    return reshape(input, -1)
+
+
+@op()
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
     d = normalize_dim(dim, input.dim())
     sizes = _infer_size(parse_size(sizes), input._shape[d])

@@ -153,6 +153,12 @@ __device__ __forceinline__ zd atan(zd z) {
     const zd q = log((zd(0, 1) + z) / (zd(0, 1) - z));
     return zd(-q.im / 2, q.re / 2);
 }
+// asinh z = -i asin(iz); atanh z = -i atan(iz); acosh z = log(z + sqrt(z + 1) sqrt(z - 1)).
+__device__ __forceinline__ zd asinh(zd z) { return mul_mi(asin(mul_i(z))); }
+__device__ __forceinline__ zd atanh(zd z) { return mul_mi(atan(mul_i(z))); }
+__device__ __forceinline__ zd acosh(zd z) {
+    return log(z + sqrt(z + zd(1, 0)) * sqrt(z - zd(1, 0)));
+}
 // expm1 and log1p without cancellation near 0.
 __device__ __forceinline__ zd expm1(zd z) {
     const double s = ::sin(z.im / 2);
@@ -184,6 +190,7 @@ GT_CPLX1(sin, cplx::sin(z)) GT_CPLX1(cos, cplx::cos(z)) GT_CPLX1(tan, cplx::tan(
 GT_CPLX1(sinh, cplx::sinh(z)) GT_CPLX1(cosh, cplx::cosh(z)) GT_CPLX1(tanh, cplx::tanh(z))
 GT_CPLX1(asin, cplx::asin(z)) GT_CPLX1(acos, cplx::acos(z)) GT_CPLX1(atan, cplx::atan(z))
 GT_CPLX1(expm1, cplx::expm1(z)) GT_CPLX1(log1p, cplx::log1p(z))
+GT_CPLX1(asinh, cplx::asinh(z)) GT_CPLX1(acosh, cplx::acosh(z)) GT_CPLX1(atanh, cplx::atanh(z))
 GT_CPLX1(exp2, cplx::exp(z * 0.6931471805599453))
 GT_CPLX1(log2, cplx::log(z) * 1.4426950408889634)
 GT_CPLX1(log10, cplx::log(z) * 0.4342944819032518)

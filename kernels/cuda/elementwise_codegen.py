@@ -48,7 +48,8 @@ _HALF = (D.float16, D.bfloat16)
 # Vocabulary names (kernels/cpu/scalar_fns.py) and their device functions in scalar_fns.cuh.
 VOCABULARY = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
-    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint",
+    "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+    "floor", "ceil", "trunc", "rint",
     "erf", "isnan", "isinf", "isfinite", "bitnot", "sign", "ipow", "fmod", "mod", "floordiv",
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",

@@ -98,7 +98,8 @@ GT_MATH1(log2, log2) GT_MATH1(log10, log10) GT_MATH1(log1p, log1p) GT_MATH1(sqrt
 GT_MATH1(sin, sin) GT_MATH1(cos, cos) GT_MATH1(tan, tan) GT_MATH1(asin, asin)
 GT_MATH1(acos, acos) GT_MATH1(atan, atan) GT_MATH1(sinh, sinh) GT_MATH1(cosh, cosh)
 GT_MATH1(tanh, tanh) GT_MATH1(floor, floor) GT_MATH1(ceil, ceil) GT_MATH1(trunc, trunc)
-GT_MATH1(rint, rint) GT_MATH1(erf, erf)
+GT_MATH1(rint, rint) GT_MATH1(erf, erf) GT_MATH1(asinh, asinh) GT_MATH1(acosh, acosh)
+GT_MATH1(atanh, atanh)
 #undef GT_MATH1
 __device__ __forceinline__ float atan2(float y, float x) { return ::atan2f(y, x); }
 __device__ __forceinline__ double atan2(double y, double x) { return ::atan2(y, x); }

@@ -107,6 +107,8 @@ UNARY: dict[str, tuple[Callable, Callable]] = {
     "reciprocal": (gt.reciprocal, _signed), "round": (gt.round, _fractional),
     "rsqrt": (gt.rsqrt, _positive), "sign": (gt.sign, _signed), "sin": (gt.sin, _uniform),
     "sinh": (gt.sinh, _uniform), "sqrt": (gt.sqrt, _positive), "tan": (gt.tan, _uniform),
+    "asinh": (gt.asinh, _signed), "atanh": (gt.atanh, _uniform),
+    "acosh": (gt.acosh, partial(_uniform, lo=1.2, hi=2.5)),
     "trunc": (gt.trunc, _fractional), "_square": (gt.square, _uniform),
     "relu": (F.relu, _signed), "sigmoid": (gt.sigmoid, _uniform),
     "tanh": (gt.tanh, _uniform), "silu": (F.silu, _uniform),

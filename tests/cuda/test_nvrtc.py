@@ -267,7 +267,8 @@ def test_generated_elementwise_kernels_compile_for_real_gpus(arch: str):
 COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs", "sgn", "_square",
                "_conj", "reciprocal", "_where", "_copy", "nan_to_num", "exp", "exp2", "expm1",
                "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "asin",
-               "acos", "atan", "sinh", "cosh", "tanh", "sigmoid", "silu", "isnan", "isinf",
+               "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
+               "silu", "isnan", "isinf",
                "isfinite", "eq", "ne", "_isclose", "logical_and", "logical_or", "logical_xor",
                "logical_not", "_abs_error")
 

@@ -156,9 +156,10 @@ FLOAT_UNARY = {
     "reciprocal": (0.5, 3), "sin": (-3, 3), "cos": (-3, 3), "tan": (-1.2, 1.2),
     "asin": (-0.99, 0.99), "acos": (-0.99, 0.99), "atan": (-3, 3), "sinh": (-3, 3),
     "cosh": (-3, 3), "tanh": (-3, 3), "sigmoid": (-5, 5), "erf": (-3, 3),
+    "asinh": (-3, 3), "acosh": (1.05, 5), "atanh": (-0.95, 0.95),
 }
-FLOAT64_UNARY = ["exp", "log1p", "sigmoid", "erf"]
-COMPLEX_UNARY = ["exp", "log", "sqrt", "sin", "sigmoid"]
+FLOAT64_UNARY = ["exp", "log1p", "sigmoid", "erf", "asinh", "acosh", "atanh"]
+COMPLEX_UNARY = ["exp", "log", "sqrt", "sin", "sigmoid", "asinh", "acosh", "atanh"]
 
 
 @pytest.mark.parametrize("name", FLOAT_UNARY)
