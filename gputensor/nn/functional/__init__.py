@@ -7,11 +7,13 @@ family is a new file plus one star-import line here.
 from ._activation import *  # noqa: F403
 from ._attention import *  # noqa: F403
 from ._conv import *  # noqa: F403
+from ._distance import *  # noqa: F403
 from ._dropout import *  # noqa: F403
 from ._linear import *  # noqa: F403
 from ._loss import *  # noqa: F403
 from ._norm import *  # noqa: F403
 from ._pooling import *  # noqa: F403
 from ._sparse import *  # noqa: F403
+from ._vision import *  # noqa: F403
 
 __all__ = sorted(name for name in dir() if not name.startswith("_"))

@@ -15,7 +15,7 @@ import gputensor as gt
 from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
-__all__ = ["batch_norm", "layer_norm", "group_norm"]
+__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
 
 
 def _affine(input: Tensor, weight: Tensor | None, bias: Tensor | None,
@@ -133,3 +133,19 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
     _verify_batch_size([input.shape[0] * channels // num_groups, num_groups,
                         *input.shape[2:]])
     return nn_ops._group_norm(_affine(input, weight, bias, (channels,)), num_groups, eps)[0]
+
+
+def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | None = None,
+             eps: float | None = None) -> Tensor:
+    """x / sqrt(mean(x^2) + eps) over the trailing ``normalized_shape`` dims, times
+    ``weight``; eps defaults to the dtype's machine epsilon, as PyTorch's."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(str(n) for n in shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = gt.finfo(input.dtype).eps
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    out = input * gt.rsqrt((input * input).mean(dims, keepdim=True) + eps)
+    return out if weight is None else out * weight

@@ -12,7 +12,7 @@ from gputensor import _dtype as D
 from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
-__all__ = ["embedding"]
+__all__ = ["embedding", "one_hot"]
 
 
 def _padding_index(padding_idx: int | None, num_embeddings: int) -> int:
@@ -63,3 +63,20 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
         from gputensor.sparse._nn import embedding_sparse_grad
         return embedding_sparse_grad(weight, input, pad, scale_grad_by_freq)
     return nn_ops._embedding(weight, input, pad, scale_grad_by_freq)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """int64 indices (*) -> (*, num_classes) of 0/1 int64; -1 infers max + 1 classes."""
+    if tensor.dtype is not D.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if tensor.numel() == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(tensor.max().item()) + 1
+    if tensor.numel():
+        if int(tensor.min().item()) < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if int(tensor.max().item()) >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    classes = gt.arange(num_classes, device=tensor.device)
+    return (tensor.unsqueeze(-1) == classes).long()

@@ -8,12 +8,12 @@ from typing import Any
 import gputensor as gt
 from gputensor._tensor import Tensor
 from gputensor.nn import init
-from gputensor.nn.functional._norm import group_norm, layer_norm
+from gputensor.nn.functional._norm import group_norm, layer_norm, rms_norm
 from gputensor.nn.parameter import Parameter
 
 from .module import Module
 
-__all__ = ["LayerNorm", "GroupNorm"]
+__all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
 
 
 def add_affine_parameters(module: Module, shape: Any, affine: bool, bias: bool, device: Any,
@@ -92,3 +92,34 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
                 f"bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dims, with a
+    learnable weight (ones) when ``elementwise_affine``; ``eps=None`` is the dtype's machine
+    epsilon."""
+
+    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
+                 elementwise_affine: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        add_affine_parameters(self, self.normalized_shape, elementwise_affine, False, device,
+                              dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        reset_affine_parameters(self)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
