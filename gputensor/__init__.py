@@ -121,6 +121,11 @@ def get_num_threads() -> _builtins.int:
 # 7. submodules in dependency order ---------------------------------------------------------------
 from gputensor import autograd, backends, cuda, return_types, sparse  # noqa: E402
 from gputensor import accelerator  # noqa: E402
+from gputensor._determinism import (  # noqa: E402
+    are_deterministic_algorithms_enabled,
+    is_deterministic_algorithms_warn_only_enabled,
+    use_deterministic_algorithms,
+)
 from gputensor.backends.cuda import (  # noqa: E402
     get_float32_matmul_precision,
     set_float32_matmul_precision,
@@ -156,7 +161,8 @@ _HANDWRITTEN = [
     "default_generator", "save", "load", "serialization", "nn", "optim", "utils",
     "datasets", "sparse_coo_tensor", "backends", "get_float32_matmul_precision",
     "set_float32_matmul_precision", "library", "ops", "accelerator", "inf", "nan", "pi", "e",
-    "newaxis", "set_num_threads", "get_num_threads",
+    "newaxis", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._determinism import alert_not_deterministic
 from gputensor._tensor import Tensor
 from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA
@@ -271,6 +272,8 @@ def max_pool2d_backward(grad_input: Tensor, grad_output: Tensor, indices: Tensor
         return
     dt = gi._dtype
     _check(dt, _REAL, "max_pool2d backward")
+    if dt.is_floating_point:
+        alert_not_deterministic("max_pool2d_with_indices_backward_cuda")
     acc_dt = _ATOMIC[dt]
     acc = gi if (acc_dt is dt and gi.is_contiguous()) else empty(gi._shape, acc_dt, gi.device)
     zero_(acc)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._determinism import alert_not_deterministic
 from gputensor._tensor import Tensor
 from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA
@@ -431,6 +432,7 @@ def embedding_backward(out: Tensor, g: Tensor, indices: Tensor, padding_idx: int
     """out (V, D) = the rows of g summed at their indices with atomics (in float32 for 16-bit
     floats); the padding row stays zero; rows divided by their index's count on request.
     Complex gradients run as their real (.., 2D) views: every step acts on each part alike."""
+    alert_not_deterministic("embedding_dense_backward_cuda")
     if g._dtype.is_complex and out._dtype is g._dtype:
         embedding_backward(_real_view(out), _real_view(g.contiguous()), indices, padding_idx,
                            scale_grad_by_freq)

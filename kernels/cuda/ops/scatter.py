@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._determinism import alert_not_deterministic
 from gputensor._tensor import Tensor
 from gputensor.kernels.allocation import empty
 from gputensor.kernels.layout import broadcast_shapes, broadcast_strides
@@ -277,6 +278,7 @@ def scatter(self: Tensor, dim: int, index: Tensor, src: Any, reduce: str | None)
     if reduce is None:
         w.assign(src)
     else:
+        _alert_float_atomics(self, f"scatter_cuda (reduce={reduce!r})")
         w.run(_REDUCE, _OPS[reduce], value=0 if isinstance(src, Tensor) else src)
     w.check()
 
@@ -285,6 +287,8 @@ def scatter(self: Tensor, dim: int, index: Tensor, src: Any, reduce: str | None)
 def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                    include_self: bool) -> None:
     w = _scatter_walk(self, dim, index, src, "scatter_reduce")
+    if reduce in ("sum", "mean", "prod"):  # extrema are exact in any order
+        _alert_float_atomics(self, f"scatter_reduce_cuda ({reduce})")
     if not include_self:
         w.run(_REDUCE, 0, value=_identity(reduce, self.dtype), use_src=False)
     counts = None
@@ -298,6 +302,12 @@ def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
         meta = constant_array([len(shape), *shape, *strides])
         launch(SOURCE, f"scatter_mean_{w.sfx}", grid_for(w.slots), BLOCK,
                [self, counts, _i32(bool(include_self)), meta, _i64(w.slots)])
+
+
+def _alert_float_atomics(t: Tensor, caller: str) -> None:
+    """Float accumulation with atomics depends on thread order (gt.use_deterministic_...)."""
+    if t._dtype.is_floating_point or t._dtype.is_complex:
+        alert_not_deterministic(caller)
 
 
 def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
@@ -316,6 +326,7 @@ def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
 
 @CUDA.register("index_add")
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
+    _alert_float_atomics(self, "index_add_cuda_")
     w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_add")
     w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 else alpha)
     w.check()
@@ -390,6 +401,8 @@ def masked_scatter(self: Tensor, mask: Tensor, source: Tensor) -> None:
 def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> None:
     """base[adv] = value (or += with ``accumulate``, duplicates summed); ``adv`` holds an index
     tensor or None per dim of base, and value broadcasts to NumPy's indexing-result shape."""
+    if accumulate:
+        _alert_float_atomics(base, "index_put_ with accumulate=True on CUDA")
     dev = base.device
     sfx = short_name(base.dtype, "index_put_")
     dims = [d for d, a in enumerate(adv) if a is not None]
