@@ -362,6 +362,280 @@ def test_margin_ranking_loss(device, reduction):
                               gt.ones(3, device=device))
 
 
+# == soft margin, hinge, gaussian/poisson NLL, triplet, multilabel soft margin ==================
+def _signs(shape, device, seed=5, zero=False):
+    """A +-1 target (with a 0 at the front if ``zero``: any other value gets both hinge terms)."""
+    y = np.where(np.random.default_rng(seed).random(shape) < 0.5, -1.0, 1.0)
+    if zero:
+        y.reshape(-1)[0] = 0.0
+    return gt.tensor(y, device=device), torch.from_numpy(y)
+
+
+def _same_error(gfn, tfn, same_message=True):
+    """gputensor raises what PyTorch raises: the same type, and (unless told otherwise) a
+    message starting with PyTorch's (ours may add the broadcast shapes)."""
+    with pytest.raises(Exception) as t_err:
+        tfn()
+    with pytest.raises(type(t_err.value)) as g_err:
+        gfn()
+    assert type(g_err.value) is type(t_err.value)
+    if same_message:
+        assert str(g_err.value).startswith(str(t_err.value)), (g_err.value, t_err.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_soft_margin_loss(device, dtype, reduction):
+    x, tx = _pair((6, 5), dtype, device, low=-4.0, high=4.0)
+    y, ty = _signs((6, 5), device)
+    y, ty = y.to(dtype), ty.to(tx.dtype)
+    _check(L.soft_margin_loss(x, y, reduction=reduction),
+           TF.soft_margin_loss(tx, ty, reduction=reduction), [(x, tx)], device, dtype)
+    # the target may broadcast (a row of it here), the input may not
+    _check(L.soft_margin_loss(x, y[0], reduction=reduction),
+           TF.soft_margin_loss(tx, ty[0], reduction=reduction), [(x, tx)], device, dtype)
+
+
+def test_soft_margin_loss_large_margins_stay_finite(device):
+    # PyTorch's log1p(exp(-y * x)) is inf (and its gradient NaN) past exp's range; ours is the
+    # limit, -y * x, with gradient -y.
+    x = gt.tensor([-1000.0, 1000.0, 0.0], dtype=gt.float64, device=device).requires_grad_()
+    y = gt.tensor([1.0, -1.0, 1.0], dtype=gt.float64, device=device)
+    loss = L.soft_margin_loss(x, y, reduction="none")
+    loss.sum().backward()
+    assert_close(loss, np.array([1000.0, 1000.0, np.log(2.0)]))
+    assert_close(x.grad, np.array([-1.0, 1.0, -0.5]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("margin", [1.0, 0.4])
+def test_hinge_embedding_loss(device, dtype, reduction, margin):
+    x, tx = _pair((6, 5), dtype, device)
+    y, ty = _signs((6, 5), device, zero=True)
+    _check(L.hinge_embedding_loss(x, y, margin, reduction=reduction),
+           TF.hinge_embedding_loss(tx, ty, margin, reduction=reduction), [(x, tx)], device,
+           dtype)
+
+
+_VAR_SHAPES = [(4, 3, 2), (4, 3), (4, 3, 1), (4, 1, 2), (1, 3, 2), "float"]
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("var_shape", _VAR_SHAPES, ids=str)
+@pytest.mark.parametrize("full", [False, True])
+def test_gaussian_nll_loss(device, reduction, var_shape, full, dtype=gt.float64):
+    x, tx = _pair((4, 3, 2), dtype, device)
+    y, ty = _pair((4, 3, 2), dtype, device, seed=1)
+    grads = [(x, tx), (y, ty)]
+    if var_shape == "float":
+        v = tv = 0.7
+    else:
+        v, tv = _pair(var_shape, dtype, device, seed=2, low=0.05, high=2.0)
+        grads.append((v, tv))
+    kw = {"full": full, "reduction": reduction}
+    _check(L.gaussian_nll_loss(x, y, v, **kw), TF.gaussian_nll_loss(tx, ty, tv, **kw), grads,
+           device, dtype)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_gaussian_nll_loss_float32(device, reduction):
+    test_gaussian_nll_loss(device, reduction, (4, 3), True, dtype=gt.float32)
+
+
+def test_gaussian_nll_loss_clamped_var_keeps_its_gradient(device):
+    # var below eps is used as eps, but (as in PyTorch) its gradient is not zeroed there
+    x, tx = _pair((2, 3), device=device)
+    y, ty = _pair((2, 3), device=device, seed=1)
+    arr = np.array([[0.0, 1e-9, 0.3], [2e-6, 1.0, 5e-7]])
+    v = gt.tensor(arr, device=device).requires_grad_()
+    tv = torch.from_numpy(arr.copy()).requires_grad_()
+    _check(L.gaussian_nll_loss(x, y, v, eps=1e-6, reduction="sum"),
+           TF.gaussian_nll_loss(tx, ty, tv, eps=1e-6, reduction="sum"),
+           [(x, tx), (y, ty), (v, tv)], device, tol=(1e-4, 1e-10))   # var grads ~1e12
+    assert (v.grad[0, 0] != 0).item()
+
+
+def test_gaussian_nll_loss_errors(device):
+    x, tx = _pair((4, 3), device=device, grad=False)
+    for var in [-1.0, -gt.ones(4, 3), (3,), (1, 1), (2, 3), (), (4, 3, 1)]:
+        if isinstance(var, tuple):
+            var = gt.ones(var, dtype=gt.float64)
+        tvar = torch.from_numpy(var.numpy()) if isinstance(var, gt.Tensor) else var
+        var = var.to(device) if isinstance(var, gt.Tensor) else var
+        _same_error(lambda var=var: L.gaussian_nll_loss(x, x, var),
+                    lambda tvar=tvar: TF.gaussian_nll_loss(tx, tx, tvar))
+    _same_error(lambda: L.gaussian_nll_loss(x, x, gt.ones_like(x), reduction="avg"),
+                lambda: TF.gaussian_nll_loss(tx, tx, torch.ones_like(tx), reduction="avg"))
+    # an int var: PyTorch's TypeError comes from inside torch.any(); ours names the argument
+    _same_error(lambda: L.gaussian_nll_loss(x, x, 1), lambda: TF.gaussian_nll_loss(tx, tx, 1),
+                same_message=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("log_input,full", [(True, False), (False, False), (True, True),
+                                            (False, True)])
+def test_poisson_nll_loss(device, dtype, reduction, log_input, full):
+    # rates must be positive when given directly; targets on both sides of the Stirling cut (1)
+    x, tx = _pair((5, 4), dtype, device, low=-2.0 if log_input else 0.1, high=2.0)
+    y, ty = _pair((5, 4), dtype, device, seed=1, low=0.1, high=6.0)
+    kw = {"log_input": log_input, "full": full, "reduction": reduction}
+    _check(L.poisson_nll_loss(x, y, **kw), TF.poisson_nll_loss(tx, ty, **kw), [(x, tx), (y, ty)],
+           device, dtype)
+
+
+def test_poisson_nll_loss_zero_counts(device):
+    # Integer counts with zeros: the values and input gradient match; the target gradient is
+    # finite where PyTorch's is NaN (0 * log 0 in the masked-out Stirling term).
+    x, tx = _pair((3, 4), device=device)
+    counts = np.array([[0.0, 1.0, 2.0, 7.0], [0.0, 0.0, 3.0, 1.0], [5.0, 0.0, 1.0, 2.0]])
+    y = gt.tensor(counts, device=device).requires_grad_()
+    ty = torch.from_numpy(counts.copy()).requires_grad_()
+    _check(L.poisson_nll_loss(x, y, full=True, reduction="sum"),
+           TF.poisson_nll_loss(tx, ty, full=True, reduction="sum"), [(x, tx)], device)
+    g, t = y.grad.cpu().numpy(), ty.grad.numpy()
+    zero = counts == 0
+    assert np.isnan(t[zero]).all() and np.isfinite(g).all()
+    np.testing.assert_allclose(g[~zero], t[~zero], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("p", [2, 1, 3.0, float("inf")])
+@pytest.mark.parametrize("swap", [False, True])
+def test_triplet_margin_loss(device, reduction, p, swap, dtype=gt.float64):
+    a, ta = _pair((6, 4), dtype, device)
+    pos, tpos = _pair((6, 4), dtype, device, seed=1)
+    neg, tneg = _pair((6, 4), dtype, device, seed=2)
+    kw = {"margin": 1.5, "p": p, "swap": swap, "reduction": reduction}
+    _check(L.triplet_margin_loss(a, pos, neg, **kw), TF.triplet_margin_loss(ta, tpos, tneg, **kw),
+           [(a, ta), (pos, tpos), (neg, tneg)], device, dtype)
+
+
+@pytest.mark.parametrize("shapes", [((4,), (4,), (4,)), ((2, 3, 4),) * 3,
+                                    ((5, 4), (1, 4), (5, 4))], ids=["1d", "3d", "broadcast"])
+def test_triplet_margin_loss_shapes_and_float32(device, shapes):
+    dtype = gt.float32
+    (a, ta), (pos, tpos), (neg, tneg) = (_pair(s, dtype, device, seed=i)
+                                         for i, s in enumerate(shapes))
+    _check(L.triplet_margin_loss(a, pos, neg, reduction="none", swap=True),
+           TF.triplet_margin_loss(ta, tpos, tneg, reduction="none", swap=True),
+           [(a, ta), (pos, tpos), (neg, tneg)], device, dtype)
+
+
+def test_triplet_margin_loss_identical_inputs(device):
+    # eps is added to the difference, so equal rows have distance eps * sqrt(D) and finite grads
+    a, ta = _pair((3, 4), device=device)
+    _check(L.triplet_margin_loss(a, a, a * 1.0), TF.triplet_margin_loss(ta, ta, ta * 1.0),
+           [(a, ta)], device)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("weight_shape", [None, (4,), (5, 4)])
+def test_multilabel_soft_margin_loss(device, dtype, reduction, weight_shape):
+    x, tx = _pair((5, 4), dtype, device, low=-30.0, high=30.0)   # large logits stay finite
+    y, ty = _pair((5, 4), dtype, device, seed=1, low=0.0, high=1.0)
+    w, tw = (None, None) if weight_shape is None else \
+        _pair(weight_shape, dtype, device, seed=2, low=0.1, high=2.0, grad=False)
+    atol, rtol = _tol(dtype)
+    _check(L.multilabel_soft_margin_loss(x, y, w, reduction=reduction),
+           TF.multilabel_soft_margin_loss(tx, ty, tw, reduction=reduction), [(x, tx), (y, ty)],
+           device, dtype, tol=(atol * 10, rtol))
+    v, tv = _pair((4,), dtype, device, seed=3)   # one sample: the classes are its only dim
+    b = (y[0] > 0.5).to(dtype)
+    _check(L.multilabel_soft_margin_loss(v, b, reduction=reduction),
+           TF.multilabel_soft_margin_loss(tv, (ty[0] > 0.5).to(tv.dtype), reduction=reduction),
+           [(v, tv)], device, dtype)
+
+
+def test_new_loss_errors_and_legacy_flags(device):
+    x, tx = _pair((4, 3), device=device, grad=False)
+    g3, t3 = gt.ones(3, device=device), torch.ones(3)
+    for red in ["avg", "elementwise_mean"]:   # 'elementwise_mean' is an alias in some only
+        for gfn, tfn in [(L.poisson_nll_loss, TF.poisson_nll_loss),
+                         (L.multilabel_soft_margin_loss, TF.multilabel_soft_margin_loss)]:
+            _same_error(lambda gfn=gfn, red=red: gfn(x, x, reduction=red),
+                        lambda tfn=tfn, red=red: tfn(tx, tx, reduction=red))
+    with pytest.warns(UserWarning, match="'elementwise_mean' is deprecated"):
+        out = L.soft_margin_loss(x, x, reduction="elementwise_mean")
+    assert_close(out, TF.soft_margin_loss(tx, tx))
+    cases = [
+        (lambda: L.soft_margin_loss(x, x, reduction="avg"),
+         lambda: TF.soft_margin_loss(tx, tx, reduction="avg")),
+        (lambda: L.soft_margin_loss(g3, x), lambda: TF.soft_margin_loss(t3, tx)),
+        (lambda: L.soft_margin_loss(x, x[:, :2]), lambda: TF.soft_margin_loss(tx, tx[:, :2])),
+        (lambda: L.hinge_embedding_loss(x, x, reduction="avg"),
+         lambda: TF.hinge_embedding_loss(tx, tx, reduction="avg")),
+        (lambda: L.triplet_margin_loss(x, x, x, margin=0),
+         lambda: TF.triplet_margin_loss(tx, tx, tx, margin=0)),
+        (lambda: L.triplet_margin_loss(x, x, x, margin=0, reduction="avg"),
+         lambda: TF.triplet_margin_loss(tx, tx, tx, margin=0, reduction="avg")),
+        (lambda: L.triplet_margin_loss(x, x, x[0]), lambda: TF.triplet_margin_loss(tx, tx, tx[0])),
+        (lambda: L.multilabel_soft_margin_loss(x, x, weight=gt.ones(4, device=device)),
+         lambda: TF.multilabel_soft_margin_loss(tx, tx, weight=torch.ones(4))),
+        (lambda: L.multilabel_soft_margin_loss(x[0, 0], x[0, 0]),
+         lambda: TF.multilabel_soft_margin_loss(tx[0, 0], tx[0, 0])),
+        (lambda: M.TripletMarginLoss(margin=-1.0), lambda: torch.nn.TripletMarginLoss(margin=-1.0)),
+        (lambda: M.GaussianNLLLoss(True), lambda: torch.nn.GaussianNLLLoss(True)),
+    ]
+    for gfn, tfn in cases:
+        _same_error(gfn, tfn)
+    with pytest.warns(UserWarning, match="please use reduction='none' instead"):
+        out = L.poisson_nll_loss(x, x.abs(), reduce=False)
+    assert_close(out, TF.poisson_nll_loss(tx, tx.abs(), reduction="none"))
+    with pytest.warns(UserWarning, match="please use reduction='sum' instead"):
+        m = M.TripletMarginLoss(size_average=False)
+    assert m.reduction == "sum"
+
+
+_NEW_LOSSES = ["soft_margin_loss", "hinge_embedding_loss", "gaussian_nll_loss",
+               "poisson_nll_loss", "triplet_margin_loss", "multilabel_soft_margin_loss",
+               "SoftMarginLoss", "HingeEmbeddingLoss", "GaussianNLLLoss", "PoissonNLLLoss",
+               "TripletMarginLoss", "MultiLabelSoftMarginLoss"]
+
+
+@pytest.mark.parametrize("name", _NEW_LOSSES)
+def test_new_loss_signatures(name):
+    import inspect
+
+    def params(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+    if name[0].isupper():
+        ours, theirs = getattr(gt.nn, name).__init__, getattr(torch.nn, name).__init__
+        assert getattr(M, name).__constants__ == getattr(torch.nn, name).__constants__
+    else:
+        ours, theirs = getattr(gt.nn.functional, name), getattr(TF, name)
+    assert params(ours) == params(theirs)
+
+
+_NEW_GRADCHECKS = [
+    ("soft_margin", lambda x, y: L.soft_margin_loss(x, y, reduction="none"), (-3, 3), (-1, 1)),
+    ("hinge", lambda x, y: L.hinge_embedding_loss(x, y.sign(), 0.8, reduction="none"),
+     (-1.5, 1.5), (-1, 1)),
+    ("gaussian", lambda x, y: L.gaussian_nll_loss(x, y, x.abs() + 0.1, full=True, reduction="sum"),
+     (-2, 2), (-2, 2)),
+    ("poisson", lambda x, y: L.poisson_nll_loss(x, y, full=True, reduction="none"), (-2, 2),
+     (0.2, 5)),
+    ("poisson_rates", lambda x, y: L.poisson_nll_loss(x, y, log_input=False, reduction="sum"),
+     (0.2, 3), (0.2, 5)),
+    ("triplet", lambda x, y: L.triplet_margin_loss(x, y, x.flip(0), margin=3.0, p=3, swap=True,
+                                                   reduction="none"), (-2, 2), (-2, 2)),
+    ("multilabel", lambda x, y: L.multilabel_soft_margin_loss(
+        x, y, gt.tensor([0.5, 1.0, 2.0, 1.5], dtype=gt.float64), reduction="none"), (-3, 3),
+     (0, 1)),
+]
+
+
+@pytest.mark.parametrize("name,fn,ra,rb", _NEW_GRADCHECKS, ids=[c[0] for c in _NEW_GRADCHECKS])
+def test_new_losses_gradcheck(name, fn, ra, rb):
+    a, b = _f64((3, 4), 0, *ra), _f64((3, 4), 1, *rb)
+    if name == "hinge":
+        a = gt.tensor(np.array([[-1.2, -0.3, 0.3, 1.4]] * 3)).requires_grad_()  # off the kink
+        b = b.detach()
+    assert gt.autograd.gradcheck(fn, (a, b))
+
+
 # == modules ====================================================================================
 _MODULES = [
     ("MSELoss", {}, "reg"), ("L1Loss", {"reduction": "sum"}, "reg"),
@@ -374,6 +648,14 @@ _MODULES = [
     ("KLDivLoss", {"reduction": "batchmean", "log_target": True}, "reg"),
     ("CosineEmbeddingLoss", {"margin": 0.2}, "pair"),
     ("MarginRankingLoss", {"margin": 0.1, "reduction": "sum"}, "rank"),
+    ("SoftMarginLoss", {"reduction": "sum"}, "sign"),
+    ("HingeEmbeddingLoss", {"margin": 0.5}, "sign"),
+    ("PoissonNLLLoss", {"full": True, "reduction": "none"}, "prob"),
+    ("PoissonNLLLoss", {"log_input": False, "eps": 1e-4}, "prob"),
+    ("MultiLabelSoftMarginLoss", {"weight": [0.5, 1.0, 2.0, 1.5]}, "prob"),
+    ("GaussianNLLLoss", {"full": True, "eps": 1e-3}, "var"),
+    ("TripletMarginLoss", {"margin": 0.5, "p": 1.0, "swap": True, "reduction": "none"},
+     "triplet"),
 ]
 
 
@@ -397,6 +679,13 @@ def test_loss_modules(device, name, kwargs, kind):
         y, ty = _pair((5, 4), device=device, seed=1, low=0.0 if kind != "reg" else -2.0,
                       high=1.0 if kind != "reg" else 2.0)
         _check(g_mod(x, y), t_mod(tx, ty), [(x, tx), (y, ty)], device)
+    elif kind == "sign":   # +-1 targets, not differentiable in PyTorch
+        y, ty = _signs((5, 4), device)
+        _check(g_mod(x, y), t_mod(tx, ty), [(x, tx)], device)
+    elif kind in ("var", "triplet"):
+        y, ty = _pair((5, 4), device=device, seed=1)
+        z, tz = _pair((5, 4), device=device, seed=2, low=0.1 if kind == "var" else -2.0)
+        _check(g_mod(x, y, z), t_mod(tx, ty, tz), [(x, tx), (y, ty), (z, tz)], device)
     else:
         shape = (5, 4) if kind == "pair" else (5,)
         a, ta = _pair(shape, device=device, seed=2)

@@ -3,7 +3,8 @@ rules and error messages.
 
 The regression and binary losses are one fused elementwise op each (with a fused backward);
 cross entropy with class indices is ``log_softmax`` plus the fused ``_nll_loss`` op, so a
-classifier's loss and its gradient take four ops. The rest compose differentiable ops.
+classifier's loss and its gradient take four ops. The rest compose differentiable ops, so they
+run and differentiate on every device without kernels of their own.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from gputensor._tensor import Tensor
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
-           "cosine_embedding_loss", "margin_ranking_loss"]
+           "cosine_embedding_loss", "margin_ranking_loss", "soft_margin_loss",
+           "hinge_embedding_loss", "gaussian_nll_loss", "poisson_nll_loss", "triplet_margin_loss",
+           "multilabel_soft_margin_loss"]
 
 _EPSILON = 1e-12   # cosine_embedding_loss's guard on the squared magnitudes, as PyTorch's
 
@@ -352,3 +355,140 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: 
                            f"but got sizes: input1: {input1.size()}, input2: {input2.size()}, "
                            f"target: {target.size()} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,
+                         size_average: bool | None = None, reduce: bool | None = None,
+                         reduction: str = "mean") -> Tensor:
+    """``input`` where target is 1, ``max(0, margin - input)`` where it is -1 (as PyTorch, any
+    other target value gets both terms)."""
+    reduction = _reduction(size_average, reduce, reduction)
+    zero = gt.zeros((), dtype=input.dtype, device=input.device)
+    below = gt.where(target != 1, (margin - input).clamp_min(0), zero)
+    return _reduce(below + gt.where(target != -1, input, zero), reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0,
+                        p: float = 2, eps: float = 1e-6, swap: bool = False,
+                        size_average: bool | None = None, reduce: bool | None = None,
+                        reduction: str = "mean") -> Tensor:
+    """``max(0, margin + d(a, p) - d(a, n))`` with the pairwise p-norm distance ``d`` over the
+    last dim; ``swap``: ``d(a, n)`` becomes ``min(d(a, n), d(p, n))``."""
+    reduction = _reduction(size_average, reduce, reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    dims = (anchor.dim(), positive.dim(), negative.dim())
+    if len(set(dims)) != 1:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {dims[0]}D, positive "
+                           f"{dims[1]}D, and negative {dims[2]}D inputs")
+    dist_pos = _pairwise_distance(anchor, positive, p, eps)
+    dist_neg = _pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = gt.minimum(dist_neg, _pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+
+
+def _pairwise_distance(x1: Tensor, x2: Tensor, p: float, eps: float) -> Tensor:
+    # PyTorch's pairwise_distance: eps is added to the difference (not to the norm), so equal
+    # rows keep a nonzero distance and a finite gradient.
+    return gt.norm(x1 - x2 + eps, p, max(x1.dim(), x2.dim()) - 1)
+
+
+# -- likelihood and soft-margin losses ---------------------------------------------------------
+def soft_margin_loss(input: Tensor, target: Tensor, size_average: bool | None = None,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Two-class logistic loss ``log(1 + exp(-target * input))`` for targets of 1 or -1."""
+    reduction = _reduction(size_average, reduce, reduction)
+    z = -(input * target)
+    # PyTorch writes into an output like the input, so only the target broadcasts, and the
+    # result keeps the input's dtype
+    if z.shape != input.shape:
+        raise RuntimeError(f"output with shape {list(input.shape)} doesn't match the broadcast "
+                           f"shape {list(z.shape)}")
+    if z.dtype is not input.dtype and input.dtype.is_floating_point:
+        z = z.to(input.dtype)
+    # softplus(z): bce-with-logits against a zero target is exactly log1p(exp(z)), computed
+    # stably (PyTorch's log1p(exp(z)) overflows to inf for z beyond ~88 in float32).
+    loss = nn_ops._bce_with_logits(z, gt.zeros((), dtype=z.dtype, device=z.device))
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                size_average: bool | None = None, reduce: bool | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """Binary cross entropy of the logits ``input`` (N, C) or (C) against 0/1 targets, weighted
+    per class, then averaged over the classes (the last dim): one loss per sample."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_get_string(size_average, reduce)
+    # -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)) is bce-with-logits, one fused op
+    loss = nn_ops._bce_with_logits(input, target)
+    if weight is not None:
+        loss = loss * weight
+    if input.dim() == 0:
+        raise IndexError("Dimension specified as -1 but tensor has no dimensions")
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
+    if reduction not in nn_ops.REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True, full: bool = False,
+                     size_average: bool | None = None, eps: float = 1e-8,
+                     reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Poisson negative log likelihood: ``exp(input) - target * input`` of log-rates, or
+    ``input - target * log(input + eps)`` of rates; ``full`` adds Stirling's approximation of
+    ``log(target!)`` where target > 1."""
+    if size_average is not None or reduce is not None:
+        reduction = legacy_get_string(size_average, reduce)
+    if reduction not in nn_ops.REDUCTIONS:   # no 'elementwise_mean' alias here, as in PyTorch
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        # Terms with target <= 1 are zero, with zero gradients: a target of 1 there keeps the
+        # masked-out branch finite (PyTorch's target gradient is NaN at target 0). NaN targets
+        # stay NaN, as PyTorch's masked_fill(target <= 1, 0) keeps them.
+        small = target <= 1
+        safe = gt.where(small, gt.ones((), dtype=target.dtype, device=target.device), target)
+        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+        loss = loss + gt.where(small, gt.zeros((), dtype=stirling.dtype,
+                                                device=stirling.device), stirling)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: bool = False,
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """Gaussian negative log likelihood ``0.5 * (log(var) + (input - target) ** 2 / var)`` (plus
+    ``0.5 * log(2 * pi)`` if ``full``), with ``var`` clamped below at ``eps``. ``var`` matches
+    the input's shape, or lacks its last dim or has one dim of size 1 (one variance shared
+    along it), or is a float."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * gt.ones_like(input)
+    elif not isinstance(var, Tensor):
+        # PyTorch fails inside torch.any() on anything else (an int, say), with a TypeError
+        raise TypeError(f"gaussian_nll_loss(): var must be a Tensor or a float, not "
+                        f"{type(var).__name__}")
+    elif gt.any(var < 0):
+        raise ValueError("var has negative entry/entries")
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)   # homoscedastic along the last dim
+        elif not (input.dim() == var.dim() and
+                  sum(v for i, v in zip(input.shape, var.shape, strict=True) if i != v) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in nn_ops.REDUCTIONS:
+        raise ValueError(f"{reduction} is not valid")
+    # Clamped without recording the clamp, as PyTorch does: var's gradient passes straight
+    # through where var < eps (evaluated at eps), rather than being zeroed.
+    var = var.clone()
+    with gt.no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
