@@ -101,6 +101,14 @@ def numel(input: Tensor) -> _builtins.int:
     return input.numel()
 
 
+from gputensor._memory_format import (  # noqa: E402
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
+
 # PyTorch's constants (torch.inf, torch.pi, ...; newaxis is None, as in NumPy).
 inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 newaxis = None
@@ -163,6 +171,7 @@ _HANDWRITTEN = [
     "set_float32_matmul_precision", "library", "ops", "accelerator", "inf", "nan", "pi", "e",
     "newaxis", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

@@ -268,6 +268,14 @@ class Tensor:
         self._storage._version += 1
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Row-major (the default), or laid out in ``memory_format`` (e.g. channels_last)."""
+        if memory_format is not None:
+            from gputensor import _memory_format as MF
+            fmt = MF.check(memory_format, "is_contiguous")
+            if fmt is MF.preserve_format:
+                raise RuntimeError("is_contiguous: preserve_format is not a layout to check")
+            if fmt is not MF.contiguous_format:
+                return MF.is_in_format(self._shape, self._stride, fmt)
         expected = 1
         for size, st in zip(reversed(self._shape), reversed(self._stride), strict=True):
             if size == 1:
@@ -485,6 +493,9 @@ class Tensor:
                 raise TypeError(f"to() received an invalid argument {a!r}")
         dev = self.device if device is None else to_device(device)
         dt = self._dtype if dtype is None else D.to_dtype(dtype)
+        if memory_format is not None:
+            from gputensor._ops.copying import convert_with_format
+            return convert_with_format(self, dt, dev, copy, memory_format)
         if dev == self.device and dt is self._dtype and not copy:
             return self
         from gputensor._ops.copying import convert

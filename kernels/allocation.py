@@ -46,6 +46,14 @@ def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
                         contiguous_strides(shape), 0)
 
 
+def empty_with_strides(shape: tuple[int, ...], strides: tuple[int, ...], dtype: D.dtype,
+                       dev: Device) -> Tensor:
+    """A new tensor with these (non-negative) strides over storage that just holds it."""
+    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+    block = empty((span,), dtype, dev)
+    return Tensor._make(block._storage, dtype, tuple(shape), tuple(strides), 0)
+
+
 def strided_copy(dst: Tensor, src: Tensor) -> None:
     """Same-device copy into a (possibly strided) ``dst``, casting to its dtype."""
     kernel(dst, "_copy")(dst, [src], (), dst._dtype)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from gputensor import _dtype as D
+from gputensor import _memory_format as MF
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor
 from gputensor.autograd.inplace import apply_inplace, needs_graph
-from gputensor.kernels.allocation import strided_copy
+from gputensor.kernels.allocation import empty_with_strides, strided_copy
 from gputensor.storage.copy_table import copy_storage
 
 from ._core import broadcast_shapes, empty, op, tensor_method
@@ -24,17 +25,48 @@ def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
     return out
 
 
+def convert_with_format(t: Tensor, dt: D.dtype, dev: Device, copy: bool,
+                        memory_format: Any) -> Tensor:
+    """``t.to(dt, dev, memory_format=...)``: one copy straight into the format's layout (the
+    view permuted into that layout order is converted, then permuted back)."""
+    fmt = MF.check(memory_format, "to")
+    strides = MF.preserved_strides(t._shape, t._stride, fmt)
+    same = dev == t.device and dt is t._dtype
+    if same and not copy and (fmt is MF.preserve_format
+                              or MF.suggested_format(t._shape, t._stride) is fmt):
+        return t  # PyTorch's to(): no copy when the strides already suggest the format
+    if same:
+        return clone(t, memory_format=fmt)
+    order = sorted(range(t.dim()), key=lambda d: (-strides[d], d))
+    back = sorted(range(t.dim()), key=order.__getitem__)
+    return convert(t.permute(order), dt, dev).permute(back)
+
+
 @op(method=True, grad={"input": "g"})
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
-    """A copy of ``input`` with its own storage."""
-    out = empty(input._shape, input._dtype, input.device)
+    """A copy of ``input`` with its own storage, laid out in ``memory_format``: by default
+    (preserve_format, as PyTorch) with the strides of a dense input, else row-major."""
+    fmt = MF.preserve_format if memory_format is None else MF.check(memory_format, "clone")
+    if (fmt is MF.preserve_format and input.is_contiguous()) or fmt is MF.contiguous_format:
+        out = empty(input._shape, input._dtype, input.device)
+    else:
+        strides = MF.preserved_strides(input._shape, input._stride, fmt)
+        out = empty_with_strides(input._shape, strides, input._dtype, input.device)
     strided_copy(out, input)
     return out
 
 
 @tensor_method()
 def contiguous(self: Tensor, memory_format: Any = None) -> Tensor:
-    return self if self.is_contiguous() else clone(self)
+    """This tensor if it is laid out in ``memory_format`` (row-major by default), else a
+    copy that is."""
+    if memory_format is None or memory_format is MF.contiguous_format:
+        return self if self.is_contiguous() else clone(self, memory_format=MF.contiguous_format)
+    fmt = MF.check(memory_format, "contiguous")
+    if fmt is MF.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return self if MF.is_in_format(self._shape, self._stride, fmt) else \
+        clone(self, memory_format=fmt)
 
 
 @tensor_method()

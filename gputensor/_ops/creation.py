@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor import _memory_format as MF
 from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, new_shape
+from gputensor.kernels.allocation import empty_with_strides
 from gputensor.storage.untyped import UntypedStorage
 
 from ._core import empty as alloc
@@ -160,7 +162,13 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
           memory_format: Any = None) -> Tensor:
     if out is not None:
         return out.resize_(new_shape(size))
-    return _finish(alloc(new_shape(size), _dtype_or_default(dtype), resolve_device(device)),
+    shape, dt, dev = new_shape(size), _dtype_or_default(dtype), resolve_device(device)
+    if memory_format is None or memory_format is MF.contiguous_format:
+        return _finish(alloc(shape, dt, dev), requires_grad)
+    fmt = MF.check(memory_format, "empty")
+    if fmt is MF.preserve_format:
+        raise RuntimeError("empty: preserve_format needs a tensor to preserve (use empty_like)")
+    return _finish(empty_with_strides(shape, MF.format_strides(shape, fmt), dt, dev),
                    requires_grad)
 
 
@@ -175,21 +183,31 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = No
     if any(s < 0 for s in strides):
         raise RuntimeError(f"empty_strided: negative strides are not supported, got strides "
                            f"{list(strides)} for sizes {list(shape)}")
-    span = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
-    dt = _dtype_or_default(dtype)
-    flat = alloc((span,), dt, resolve_device(device))
-    return _finish(Tensor._make(flat._storage, dt, shape, strides, 0), requires_grad)
+    return _finish(empty_with_strides(shape, strides, _dtype_or_default(dtype),
+                                      resolve_device(device)), requires_grad)
+
+
+def empty_like_layout(input: Tensor, dtype: D.dtype, device: Device,
+                      memory_format: Any, where: str) -> Tensor:
+    """A new tensor shaped like ``input`` in ``memory_format``'s layout (by default
+    preserve_format: the order of ``input``'s strides, as PyTorch's ``*_like``)."""
+    fmt = MF.preserve_format if memory_format is None else MF.check(memory_format, where)
+    if fmt is MF.contiguous_format or (fmt is MF.preserve_format and input.is_contiguous()):
+        return alloc(input._shape, dtype, device)
+    strides = MF.preserved_strides(input._shape, input._stride, fmt)
+    return empty_with_strides(input._shape, strides, dtype, device)
 
 
 def _like(name: str, fill: Any) -> None:
     def fn(input: Tensor, *args: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False, layout: Any = None, memory_format: Any = None) -> Tensor:
-        dt = input.dtype if dtype is None else dtype
-        dev = input.device if device is None else device
-        if fill is None:
-            return empty(input.shape, dtype=dt, device=dev, requires_grad=requires_grad)
-        value = args[0] if fill == "arg" else fill
-        return _filled(input.shape, value, dt, dev, requires_grad)
+        dt = input.dtype if dtype is None else D.to_dtype(dtype)
+        dev = input.device if device is None else resolve_device(device)
+        t = empty_like_layout(input, dt, dev, memory_format, name)
+        if fill is not None:
+            t.fill_(args[0] if fill == "arg" else fill)
+            t._storage._version = 0
+        return _finish(t, requires_grad)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{name}(input): a new tensor shaped like ``input``."
     op(name, method=False, differentiable=False)(fn)

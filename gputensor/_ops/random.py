@@ -22,6 +22,7 @@ from gputensor.kernels.registry import BACKENDS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op, resolve_device, tensor_method
 from .copying import convert
+from .creation import empty_like_layout
 
 _UNSET = object()  # tells random_(from, None) apart from random_(from)
 
@@ -439,20 +440,33 @@ def poisson(input: Tensor, generator: Generator | None = None) -> Tensor:
 
 
 # -- *_like ----------------------------------------------------------------------------------
+def _like_layout(t: Tensor, input: Tensor, memory_format: Any, requires_grad: bool,
+                 where: str) -> Tensor:
+    """``t`` (row-major samples) in the layout ``memory_format`` asks of a tensor like
+    ``input``: the same values at the same indices."""
+    out = empty_like_layout(input, t.dtype, t.device, memory_format, where)
+    if out._stride != t._stride:
+        out.copy_(t)
+        t = out
+    return t.requires_grad_() if requires_grad else t
+
+
 @op(method=False, differentiable=False)
 def rand_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
               layout: Any = None, device: Any = None, requires_grad: bool = False,
               memory_format: Any = None) -> Tensor:
-    return rand(input._shape, generator=generator, dtype=dtype or input.dtype,
-                device=device or input.device, requires_grad=requires_grad)
+    return _like_layout(rand(input._shape, generator=generator, dtype=dtype or input.dtype,
+                             device=device or input.device), input, memory_format,
+                        requires_grad, "rand_like")
 
 
 @op(method=False, differentiable=False)
 def randn_like(input: Tensor, *, generator: Generator | None = None, dtype: Any = None,
                layout: Any = None, device: Any = None, requires_grad: bool = False,
                memory_format: Any = None) -> Tensor:
-    return randn(input._shape, generator=generator, dtype=dtype or input.dtype,
-                 device=device or input.device, requires_grad=requires_grad)
+    return _like_layout(randn(input._shape, generator=generator, dtype=dtype or input.dtype,
+                              device=device or input.device), input, memory_format,
+                        requires_grad, "randn_like")
 
 
 @op(method=False, differentiable=False)
@@ -463,8 +477,9 @@ def randint_like(input: Tensor, low: Any = 0, high: Any = None, *,
     """randint_like(input, high) or randint_like(input, low, high): shaped like input."""
     if high is None:
         low, high = 0, low
-    return randint(low, high, input._shape, generator=generator, dtype=dtype or input.dtype,
-                   device=device or input.device, requires_grad=requires_grad)
+    return _like_layout(randint(low, high, input._shape, generator=generator,
+                                dtype=dtype or input.dtype, device=device or input.device),
+                        input, memory_format, requires_grad, "randint_like")
 
 
 # -- in-place samplers (Tensor methods only, as in PyTorch) -----------------------------------

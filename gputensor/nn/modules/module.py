@@ -58,12 +58,13 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
-def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool]:
-    """Module.to's arguments: (device, dtype, non_blocking) from any of PyTorch's forms."""
+def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
+    """Module.to's arguments: (device, dtype, non_blocking, memory_format) from any of
+    PyTorch's forms."""
     device = kwargs.pop("device", None)
     dtype = kwargs.pop("dtype", None)
     non_blocking = bool(kwargs.pop("non_blocking", False))
-    kwargs.pop("memory_format", None)  # strided tensors only: nothing to convert
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
     for a in args:
@@ -79,7 +80,7 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool]:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if dtype is not None:
         dtype = D.to_dtype(dtype)
-    return device, dtype, non_blocking
+    return device, dtype, non_blocking, memory_format
 
 
 class Module:
@@ -455,7 +456,7 @@ class Module:
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """to(device), to(dtype), to(device, dtype), to(tensor): move/cast floating state."""
-        device, dtype, non_blocking = _parse_to(args, dict(kwargs))
+        device, dtype, non_blocking, memory_format = _parse_to(args, dict(kwargs))
         if dtype is not None:
             if not (dtype.is_floating_point or dtype.is_complex):
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, "
@@ -465,9 +466,11 @@ class Module:
                               "whose design may change.", stacklevel=2)
 
         def convert(t: Tensor) -> Tensor:
+            # A memory format applies to the 4-d and 5-d tensors (conv weights), as PyTorch's.
+            fmt = memory_format if t.dim() in (4, 5) else None
             if t.is_floating_point() or t.is_complex():
-                return t.to(device=device, dtype=dtype)
-            return t.to(device=device)
+                return t.to(device=device, dtype=dtype, memory_format=fmt)
+            return t.to(device=device, memory_format=fmt)
 
         return self._apply(convert)
 
