@@ -21,7 +21,7 @@ class memory_format:
         self._name = name
 
     def __repr__(self) -> str:
-        return f"torch.{self._name}"
+        return f"gputensor.{self._name}"  # torch.<name> in PyTorch, like the dtypes' names
 
     def __reduce__(self) -> str:
         return self._name  # pickles as the module-level singleton
