@@ -68,6 +68,7 @@ class OpDef:
     int_div: bool = False             # integer division: a zero divisor raises
     int_pow: bool = False             # integer power: a negative Python-int exponent raises
     int_identity: bool = False        # the identity on integer dtypes (floor, ceil, trunc)
+    int_quotient: str = ""            # PyTorch's error when inputs b and c are both integral
     defaults: dict[str, Any] = field(default_factory=dict)   # param -> default value
     param_map: dict[str, dict[Any, Any]] | None = None       # param -> {user value: kernel value}
     # (param values, compute dtype) -> the values the kernel takes (dtype-dependent defaults)

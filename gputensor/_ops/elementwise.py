@@ -79,6 +79,13 @@ def _check_bool_operands(op: OpDef, compute: D.dtype, inputs: list) -> None:
                                f"{op.name}: bool operands are not supported")
 
 
+def _check_int_quotient(op: OpDef, compute: D.dtype, inputs: list) -> None:
+    """addcdiv refuses to divide an integer tensor by another (PyTorch's rule)."""
+    b, c = inputs[1], inputs[2]
+    if all(isinstance(x, Tensor) and x._dtype.category <= D.INTEGRAL for x in (b, c)):
+        raise RuntimeError(op.int_quotient)
+
+
 def _bind_params(op: OpDef, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
     """(inputs, params) of a call: params from keywords, positions after the inputs (e.g.
     ``leaky_relu(x, 0.2)``) or defaults, mapped to the kernel's values (``param_map``)."""
@@ -161,7 +168,7 @@ def _fast_rules(op: OpDef) -> dict[D.dtype, tuple[D.dtype, D.dtype]]:
     rules: dict[D.dtype, tuple[D.dtype, D.dtype]] = {}
     if op.resolve_params is not None or op.int_identity:
         return rules
-    needs_checks = op.int_div or op.reject_bool_operands or op.int_pow
+    needs_checks = op.int_div or op.reject_bool_operands or op.int_pow or op.int_quotient
     for dt in D.DTYPES:
         if dt.category <= D.INTEGRAL and (needs_checks or op.dtype_rule in _FLOAT_RESULT):
             continue
@@ -178,7 +185,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     output), then the backend kernel, looked up once per device type."""
     arity = op.arity
     checks = [c for c, on in ((_check_int_divisor, op.int_div), (_check_pow_exponent, op.int_pow),
-                              (_check_bool_operands, op.reject_bool_operands)) if on]
+                              (_check_bool_operands, op.reject_bool_operands),
+                              (_check_int_quotient, op.int_quotient)) if on]
     rule_cache: dict[tuple[D.dtype, D.dtype], tuple[D.dtype, D.dtype]] = {}
     fast_rules = _fast_rules(op)
     default_params = tuple(op.defaults.get(k) for k in op.params)
@@ -399,6 +407,42 @@ elementwise("_clamp", "minimum(maximum(a, b), c)", T, method=False, inplace=Fals
             no_complex=True, no_bool=True,
             grad=("masked(g, (a >= b) & (a <= c))", "masked(g, (a < b) & (b <= c))",
                   "masked(g, (a > c) | (b > c))"))
+_PI = 3.141592653589793
+# fmax/fmin: the other operand where one is NaN (the elementwise maximum/minimum otherwise).
+elementwise("fmax", "b if b > a or a != a else a", B, no_complex=True,
+            grad=("masked(g, (a >= b) | b.isnan())", "masked(g, ~((a >= b) | b.isnan()))"))
+elementwise("fmin", "b if b < a or a != a else a", B, no_complex=True,
+            grad=("masked(g, (a <= b) | b.isnan())", "masked(g, ~((a <= b) | b.isnan()))"))
+elementwise("hypot", "hypot(a, b)", B, "float", flops=10, no_complex=True,
+            grad=("g * a / out", "g * b / out"))
+elementwise("copysign", "copysign(a, b)", B, "float", no_complex=True,
+            grad=("masked(g * out / a, a != 0)", "g * 0"))
+# log(exp(a) + exp(b)) without overflow; equal operands (infinities included) give a + log 2.
+elementwise("logaddexp", "a + 0.6931471805599453 if a == b else "
+            "maximum(a, b) + log1p(exp(-abs(a - b)))", B, "float", flops=25, no_complex=True,
+            grad=("g * (a - b).sigmoid()", "g * (b - a).sigmoid()"))
+elementwise("xlogy", "0.0 if a == 0 and b == b else a * log(b)", B, "float", flops=20,
+            no_complex=True, grad=("masked(g * b.log(), (a != 0) | (b > 0))", "g * a / b"))
+elementwise("heaviside", "b if a == 0 else (a > 0)", B, no_complex=True)
+elementwise("sinc", f"1.0 if a == 0 else sin(a * {_PI}) / (a * {_PI})", U, "float", flops=25,
+            grad=(f"masked(g * ((a * {_PI}).cos() * a * {_PI} - (a * {_PI}).sin()) / "
+                  f"(a * a * {_PI}), a != 0)",))
+elementwise("deg2rad", f"a * {_PI / 180!r}", U, "float", no_complex=True,
+            grad=(f"g * {_PI / 180!r}",))
+elementwise("rad2deg", f"a * {180 / _PI!r}", U, "float", no_complex=True,
+            grad=(f"g * {180 / _PI!r}",))
+_ADDCDIV_INTS = ("Integer division with addcdiv is no longer supported, and in a future  "
+                 "release addcdiv will perform a true division of tensor1 and tensor2. The "
+                 "historic addcdiv behavior can be implemented as (input + value * "
+                 "torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as "
+                 "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
+                 "behavior is just the latter implementation: (input + value * tensor1 / "
+                 "tensor2), for all dtypes.")
+elementwise("addcmul", "a + value * (b * c)", T, params=("value",), defaults={"value": 1},
+            flops=3, grad=("g", "g * cj(c * value)", "g * cj(b * value)"))
+elementwise("addcdiv", "a + value * truediv(b, c)", T, params=("value",), defaults={"value": 1},
+            flops=3, int_quotient=_ADDCDIV_INTS,
+            grad=("g", "g * cj(value / c)", "-g * cj(value * b / (c * c))"))
 elementwise("_where", "b if a else c", T, method=False, inplace=False,
             grad=(None, "masked(g, a)", "masked(g, ~a)"))
 elementwise("_copy", "a", method=False, inplace=False, flops=0,

@@ -49,7 +49,7 @@ _HALF = (D.float16, D.bfloat16)
 VOCABULARY = frozenset({
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "sin", "cos", "tan",
     "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-    "floor", "ceil", "trunc", "rint",
+    "floor", "ceil", "trunc", "rint", "hypot", "copysign",
     "erf", "isnan", "isinf", "isfinite", "bitnot", "sign", "ipow", "fmod", "mod", "floordiv",
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",

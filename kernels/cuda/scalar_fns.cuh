@@ -106,6 +106,14 @@ __device__ __forceinline__ double atan2(double y, double x) { return ::atan2(y, 
 template <class T> __device__ __forceinline__ double atan2(T y, T x) {
     return ::atan2((double)y, (double)x);
 }
+#define GT_MATH2(NAME, FN)                                                            \
+    __device__ __forceinline__ float NAME(float a, float b) { return ::FN##f(a, b); }    \
+    __device__ __forceinline__ double NAME(double a, double b) { return ::FN(a, b); }    \
+    template <class T> __device__ __forceinline__ double NAME(T a, T b) {               \
+        return ::FN((double)a, (double)b);                                              \
+    }
+GT_MATH2(hypot, hypot) GT_MATH2(copysign, copysign)
+#undef GT_MATH2
 __device__ __forceinline__ float fast_exp(float x) { return ::expf(x); }
 __device__ __forceinline__ double fast_exp(double x) { return ::exp(x); }
 

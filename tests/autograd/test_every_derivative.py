@@ -156,6 +156,25 @@ def _binary(device: str) -> tuple:
             (_signed(device, 4), _signed(device, 4, seed=1)))
 
 
+@_sample("fmax", "fmin", "hypot", "copysign", "logaddexp", "xlogy")
+def _binary_math(device: str) -> tuple:
+    # distinct operands (no ties for fmax/fmin), nonzero signs for copysign, b > 0 for xlogy
+    return (lambda a, b: (gt.fmax(a, b), gt.fmin(a, b), gt.hypot(a, b), gt.copysign(a, b),
+                          gt.logaddexp(a, b), gt.xlogy(a, b.abs())),
+            (_signed(device, 4), _signed(device, 4, seed=1)))
+
+
+@_sample("addcmul", "addcdiv")
+def _addc(device: str) -> tuple:
+    return (lambda a, b, c: (gt.addcmul(a, b, c, value=0.5), gt.addcdiv(a, b, c, value=-2.0)),
+            (_uniform(device, 4), _uniform(device, 4, seed=1), _signed(device, 4, seed=2)))
+
+
+@_sample("sinc", "deg2rad", "rad2deg")
+def _unary_math(device: str) -> tuple:
+    return (lambda x: (gt.sinc(x), gt.deg2rad(x), gt.rad2deg(x)), (_signed(device, 5),))
+
+
 @_sample("_div_floor", "_div_trunc", "fmod", "remainder")
 def _rounding_division(device: str) -> tuple:
     return (lambda a, b: (gt.div(a, b, rounding_mode="floor") * a,
