@@ -308,3 +308,26 @@ def _new_factory(name: str, make: Any) -> None:
 for _name, _make in (("new_zeros", zeros), ("new_ones", ones), ("new_empty", empty),
                      ("new_full", full), ("new_tensor", tensor)):
     _new_factory(_name, _make)
+
+
+def _triangle_indices(name: str, mask: Any, row: int, col: int, offset: int, dtype: Any,
+                      device: Any) -> Tensor:
+    if row < 0 or col < 0:
+        raise RuntimeError(f"{name}: row and col must be non-negative, got row={row} col={col}")
+    rows, cols = mask(row, offset, col)  # NumPy's, in row-major order as PyTorch's
+    dt = D.int64 if dtype is None else D.to_dtype(dtype)
+    return _host_to(np.stack([rows, cols]).astype(np.int64), dt, resolve_device(device))
+
+
+@op(method=False, differentiable=False)
+def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the lower triangle of a row x col matrix."""
+    return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
+
+
+@op(method=False, differentiable=False)
+def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
+                 layout: Any = None) -> Tensor:
+    """The (2, N) row and column indices of the upper triangle of a row x col matrix."""
+    return _triangle_indices("triu_indices", np.triu_indices, row, col, offset, dtype, device)

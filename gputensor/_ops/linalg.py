@@ -1156,3 +1156,46 @@ def _sparse_addmm_route(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any 
 mm = OPS["mm"].frontend = _sparse_routed(mm, _sparse_mm_route, 2)
 matmul = OPS["matmul"].frontend = _sparse_routed(matmul, _sparse_matmul_route, 2)
 addmm = OPS["addmm"].frontend = _sparse_routed(addmm, _sparse_addmm_route, 3)
+
+
+@op()
+def cross(input: Tensor, other: Tensor, dim: int | None = None) -> Tensor:
+    """The cross product of 3-vectors along ``dim`` (the inputs broadcast; ``dim=None``: the
+    first dim of size 3, PyTorch's deprecated default; ``linalg.cross`` uses -1)."""
+    if input.dim() != other.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    shape = tuple(OPS["broadcast_tensors"].frontend(input, other)[0].shape) \
+        if input.shape != other.shape else tuple(input.shape)
+    if dim is None:
+        dim = next((i for i, n in enumerate(shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError(f"no dimension of size 3 in input (shapes {list(input.shape)} "
+                               f"and {list(other.shape)})")
+    d = normalize_dim(dim, len(shape))
+    a, b = expand(input, shape), expand(other, shape)
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    a0, a1, a2 = (a.narrow(d, i, 1) for i in range(3))
+    b0, b1, b2 = (b.narrow(d, i, 1) for i in range(3))
+    return OPS["cat"].frontend([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+
+
+@op()
+def cdist(x1: Tensor, x2: Tensor, p: float = 2.0, compute_mode: str | None = None) -> Tensor:
+    """p-norm distances between the rows of (B*, P, M) ``x1`` and (B*, R, M) ``x2``:
+    (B*, P, R). Computed from the differences directly (PyTorch may use a matrix product for
+    p=2 on large inputs, which is faster and less exact); ``compute_mode`` names that choice
+    and is checked, then left to this one method."""
+    if compute_mode not in (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    if x1.dim() < 2 or x2.dim() < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.dim()}D, X2 "
+                           f"got: {x2.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError(f"cdist only supports non-negative p values, got {p}")
+    return OPS["norm"].frontend(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, dim=-1)

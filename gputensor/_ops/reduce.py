@@ -123,6 +123,18 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
+@op(method=True, cost=memory_cost(2, "input"))
+def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
+            out: Tensor | None = None) -> Tensor:
+    """The mean of the elements that are not NaN (NaN where every element is)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {input.dtype.legacy_name}")
+    counts = (~input.isnan()).sum(dim, keepdim=keepdim)
+    result = nansum(input, dim, keepdim, dtype=dtype) / counts
+    return _deliver(result, out, "nanmean")
+
+
 @op(method=True, cost=memory_cost(1, "input"), grad={
     "input": lambda g, input, out, dim, keepdim: _prod_grad(g, input, out, dim, keepdim)})
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,

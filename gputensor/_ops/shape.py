@@ -982,3 +982,24 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     if len(ts) == 1:
         return ts[0]
     return stack([reshape(g, -1) for g in meshgrid(ts, indexing="ij")], 1)
+
+
+@op()
+def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
+         append: Tensor | None = None) -> Tensor:
+    """The n-th forward difference along ``dim`` (``prepend``/``append`` joined first); bool
+    inputs differ by xor, as in PyTorch."""
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = normalize_dim(dim, input.dim())
+    x = cat([t for t in (prepend, input, append) if t is not None], d) \
+        if prepend is not None or append is not None else input
+    for _ in range(n):
+        size = x.shape[d]
+        if size == 0:
+            break
+        hi, lo = narrow(x, d, 1, size - 1), narrow(x, d, 0, size - 1)
+        x = hi ^ lo if x.dtype is D.bool else hi - lo
+    return x

@@ -14,6 +14,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor, normalize_dim
+from gputensor.kernels.registry import OPS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op
 from .shape import (
@@ -309,3 +310,30 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
     result = _alloc(out, (bins,), input.dtype, input.device, "histc")
     kernel(input, "histc")(result, input, bins, lo, hi)
     return _written(result, out)
+
+
+@op(differentiable=False)
+def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
+         invert: bool = False) -> Tensor:
+    """Whether each element of ``elements`` occurs in ``test_elements`` (bool, the shape of
+    ``elements``): a binary search of the sorted test elements. ``assume_unique`` only lets
+    PyTorch pick a faster algorithm; the answer is the same."""
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError("isin() expects elements or test_elements to be a Tensor")
+    dev = (elements if isinstance(elements, Tensor) else test_elements).device
+    if not isinstance(elements, Tensor):
+        elements = OPS["tensor"].frontend(elements, device=dev)
+    if not isinstance(test_elements, Tensor):
+        test_elements = OPS["tensor"].frontend(test_elements, device=dev)
+    dt = D.promote_types(elements.dtype, test_elements.dtype)
+    table = test_elements.to(dt).reshape(-1)
+    if dt.is_floating_point:
+        table = table[~table.isnan()]  # NaN matches nothing, and would derail the search
+    if table.numel() == 0:
+        found = OPS["zeros"].frontend(elements.shape, dtype=D.bool, device=dev)
+    else:
+        table = table.sort().values
+        x = elements.to(dt)
+        at = searchsorted(table, x).clamp(max=table.numel() - 1)
+        found = table[at.reshape(-1)].reshape(x.shape) == x
+    return ~found if invert else found
