@@ -358,6 +358,29 @@ def _as_strided_backward(grad: Tensor, shape: Any, size: Any, stride: Any,
     return out
 
 
+
+@op(function=False)
+def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
+    """Tensor.unfold: the windows of ``size`` elements every ``step`` along ``dimension``, as
+    a view whose new last dim runs through each window (windows may overlap)."""
+    nd = self.dim()
+    d = normalize_dim(dimension, max(nd, 1))
+    length = self._shape[d] if nd else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
+    if nd == 0:
+        return as_strided(self, (size,), (1,))
+    shape = list(self._shape)
+    stride = list(self._stride)
+    shape[d] = (length - size) // step + 1
+    stride[d] = self._stride[d] * step
+    return as_strided(self, (*shape, size), (*stride, self._stride[d]))
+
 @op(grad={"input": "as_strided_scatter(g, zeros(src_shape, dtype=g.dtype, device=g.device), "
                    "size, stride, storage_offset)",
           "src": "g.contiguous().as_strided(size, stride, storage_offset)"})

@@ -1,5 +1,5 @@
-"""nanmean, isin, diff, tril_indices/triu_indices, cross and cdist (compositions of other ops)
-against PyTorch: values, dtypes, gradients and errors, on cpu and emulated cuda."""
+"""nanmean, isin, diff, tril_indices/triu_indices, cross, cdist and Tensor.unfold (compositions
+of other ops) against PyTorch: values, dtypes, gradients and errors, on cpu and emulated cuda."""
 
 from __future__ import annotations
 
@@ -124,3 +124,24 @@ def test_cdist_errors_are_torchs() -> None:
             torch.cdist(*(torch.from_numpy(a.numpy()) for a in args), **kw)
         with pytest.raises(type(want.value)):
             gt.cdist(*args, **kw)
+
+
+@pytest.mark.parametrize(("shape", "args"), [((7,), (0, 3, 2)), ((3, 8), (1, 4, 1)),
+                                             ((5, 4), (0, 2, 3)), ((2, 3, 6), (-1, 3, 3)),
+                                             ((), (0, 1, 1))])
+def test_tensor_unfold_matches_torch(device: str, shape, args: tuple) -> None:
+    data = np.random.default_rng(3).standard_normal(shape)
+    (x,), (tx,) = _leaves(device, data)
+    got, want = x.unfold(*args), tx.unfold(*args)
+    assert tuple(got.shape) == tuple(want.shape) and got.stride() == want.stride()
+    assert_close(got, want)
+    _backward_both(got, want, device)  # overlapping windows add up their gradients
+    assert_close(x.grad, tx.grad)
+
+
+def test_tensor_unfold_errors_are_torchs(device: str) -> None:
+    x = gt.arange(7.0, device=device)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 7"):
+        x.unfold(0, 8, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        x.unfold(0, 2, 0)
