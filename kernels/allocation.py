@@ -1,7 +1,8 @@
 """What backend kernels allocate and copy with: a new contiguous tensor on a device (the one
-allocation path, which op frontends use too), a same-device strided copy through the backend's
-``_copy`` kernel, and the kernel lookup behind both. Kernels import these from here, never
-from the op frontends (``gputensor/_ops``), so the layers depend one way only."""
+allocation path, which op frontends use too) or one with given strides (memory formats,
+empty_strided), a same-device strided copy through the backend's ``_copy`` kernel, and the
+kernel lookup behind both. Kernels import these from here, never from the op frontends
+(``gputensor/_ops``), so the layers depend one way only."""
 
 from __future__ import annotations
 

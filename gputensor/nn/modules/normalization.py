@@ -33,15 +33,15 @@ def reset_affine_parameters(module: Module) -> None:
         init.zeros_(module.bias)
 
 
-class LayerNorm(Module):
-    """Normalise over the trailing ``normalized_shape`` dims; with ``elementwise_affine`` a
-    learnable weight (ones) and, unless ``bias=False``, bias (zeros) of that shape."""
+class _TrailingDimsNorm(Module):
+    """LayerNorm's and RMSNorm's shared state: the trailing ``normalized_shape`` dims they
+    normalise over, ``eps`` and, with ``elementwise_affine``, a weight (ones) and optionally
+    a bias (zeros) of that shape."""
 
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
-    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
-                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
-                 dtype: Any = None) -> None:
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float | None,
+                 elementwise_affine: bool, bias: bool, device: Any, dtype: Any) -> None:
         super().__init__()
         if isinstance(normalized_shape, int):
             normalized_shape = (normalized_shape,)
@@ -54,6 +54,16 @@ class LayerNorm(Module):
 
     def reset_parameters(self) -> None:
         reset_affine_parameters(self)
+
+
+class LayerNorm(_TrailingDimsNorm):
+    """Normalise over the trailing ``normalized_shape`` dims; with ``elementwise_affine`` a
+    learnable weight (ones) and, unless ``bias=False``, bias (zeros) of that shape."""
+
+    def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5,
+                 elementwise_affine: bool = True, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(normalized_shape, eps, elementwise_affine, bias, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -94,28 +104,15 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class RMSNorm(Module):
+class RMSNorm(_TrailingDimsNorm):
     """Root-mean-square normalisation over the trailing ``normalized_shape`` dims, with a
     learnable weight (ones) when ``elementwise_affine``; ``eps=None`` is the dtype's machine
     epsilon."""
 
-    __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
-
     def __init__(self, normalized_shape: int | Sequence[int], eps: float | None = None,
                  elementwise_affine: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        add_affine_parameters(self, self.normalized_shape, elementwise_affine, False, device,
-                              dtype)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        reset_affine_parameters(self)
+        super().__init__(normalized_shape, eps, elementwise_affine, False, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:
         return rms_norm(input, self.normalized_shape, self.weight, self.eps)
