@@ -64,8 +64,18 @@ _default_device: device = CPU
 _INTERNED: dict[tuple[str, int | None], device] = {("cpu", None): CPU}
 
 
+def _no_cuda_device() -> int:
+    return 0
+
+
+# This thread's current CUDA device index; kernels/cuda/device.py installs its own when CUDA
+# is served (gt.cuda.set_device / gt.cuda.device(i) change it).
+current_cuda_index: Any = _no_cuda_device
+
+
 def to_device(value: Any) -> device:
-    """Normalise a device argument to an interned instance ('cuda' means 'cuda:0').
+    """Normalise a device argument to an interned instance ('cuda' means the current CUDA
+    device, 'cuda:0' unless set_device chose another).
 
     Tensors and storages only ever hold interned devices, so hot paths compare with ``is``.
     """
@@ -75,7 +85,7 @@ def to_device(value: Any) -> device:
         return CPU
     d = value if isinstance(value, device) else device(value)
     key = (d.type, d.index if d.type == "cuda" and d.index is not None else
-           (0 if d.type == "cuda" else None))
+           (current_cuda_index() if d.type == "cuda" else None))
     out = _INTERNED.get(key)
     if out is None:
         out = _INTERNED[key] = device(*key)

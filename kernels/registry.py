@@ -100,15 +100,31 @@ class Backend:
         self.kernels: dict[str, Callable[..., Any]] = {}
         # Called as factory(opdef) -> kernel for elementwise ops without an explicit kernel.
         self.elementwise_factory: Callable[[OpDef], Callable[..., Any]] | None = None
+        # guard(kernel) -> kernel run in its device's context (CUDA with several devices:
+        # kernels/cuda/device.py), or None; applied to every entry of the table.
+        self.guard: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
 
     def register(self, op_name: str) -> Callable:
         def deco(fn: Callable) -> Callable:
             # While a profiler runs, kernels registered late (the CUDA backend's, on first use
             # of the device) are wrapped like the rest of the table.
+            k = fn if self.guard is None else self.guard(fn)
             wrap = kernel_wrapper
-            self.kernels[op_name] = fn if wrap is None else wrap(self, op_name, fn)
+            self.kernels[op_name] = k if wrap is None else wrap(self, op_name, k)
             return fn
         return deco
+
+    def rewrap(self) -> None:
+        """Apply the current ``guard`` to every kernel in the table (or strip it when None),
+        keeping a profiler's wrapping on the outside."""
+        for name, k in list(self.kernels.items()):
+            outer = getattr(k, "_gt_profiler_raw", None)
+            inner = outer if outer is not None else k
+            fn = getattr(inner, "_gt_guarded", inner)
+            if self.guard is not None:
+                fn = self.guard(fn)
+            wrap = kernel_wrapper
+            self.kernels[name] = fn if outer is None or wrap is None else wrap(self, name, fn)
 
     def kernel(self, op_name: str) -> Callable[..., Any]:
         k = self.kernels.get(op_name)
@@ -117,6 +133,8 @@ class Backend:
         op = OPS.get(op_name)
         if op is not None and op.expr is not None and self.elementwise_factory is not None:
             k = self.elementwise_factory(op)
+            if self.guard is not None:
+                k = self.guard(k)
             wrap = kernel_wrapper
             if wrap is not None:
                 k = wrap(self, op_name, k)

@@ -6,9 +6,13 @@ import pytest
 
 import gputensor as gt
 
-# "cuda:0", not "cuda": a CUDA tensor's device carries its index, and as in PyTorch
-# device("cuda") != device("cuda:0"), so tests compare against the indexed device.
-DEVICES = ["cpu"] + (["cuda:0"] if gt.cuda.is_available() else [])
+# "cuda:N", not "cuda": a CUDA tensor's device carries its index, and as in PyTorch
+# device("cuda") != device("cuda:0"), so tests compare against the indexed device. On a
+# machine with several devices (GPUTENSOR_CUDA_EMULATOR=2 in CI) the tests run on the last
+# one while device 0 stays current: every op must then run on its tensors' device, and a
+# kernel that launched on the current device instead would meet pointers of another device's
+# memory (a stray address in the emulator).
+DEVICES = ["cpu"] + ([f"cuda:{gt.cuda.device_count() - 1}"] if gt.cuda.is_available() else [])
 
 
 @pytest.fixture(params=DEVICES, ids=[d.split(":")[0] for d in DEVICES])

@@ -1,7 +1,8 @@
 """gputensor.cuda: CUDA availability, devices, and the CUDA storage and tensor types.
 
-The "cuda" device is served by one device runtime: CuPy on a machine with an NVIDIA GPU, or the
-CPU emulator of the same CUDA kernels (``GPUTENSOR_CUDA_EMULATOR=1`` or ``use_emulator()``).
+Each "cuda" device is served by its own device runtime: CuPy on a machine with NVIDIA GPUs, or
+the CPU emulator of the same CUDA kernels (``GPUTENSOR_CUDA_EMULATOR=1`` or ``use_emulator()``;
+``GPUTENSOR_CUDA_EMULATOR=2`` or ``use_emulator(devices=2)`` emulates a two-GPU machine).
 Nothing is probed at import: the first ``is_available()`` or CUDA allocation picks the runtime
 (CuPy is imported then). Without either, ``is_available()`` is False and moving data to CUDA
 raises a clear error.
@@ -33,29 +34,50 @@ EMULATOR_ENV = "GPUTENSOR_CUDA_EMULATOR"
 _why_unavailable = ""
 
 
-def use_emulator() -> None:
-    """Serve "cuda" with the CPU emulator of the CUDA kernels (one emulated device)."""
-    from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime
+def use_emulator(devices: int | None = None) -> None:
+    """Serve "cuda" with the CPU emulator of the CUDA kernels: ``devices`` emulated devices
+    (None: keep an emulator already serving, else one device)."""
+    from gputensor.kernels.cuda.emulator_driver import EmulatorRuntime, emulated_devices
 
     LAZY_INIT.pop("cuda", None)
-    if not isinstance(_device.active(), EmulatorRuntime):
-        _device.activate(EmulatorRuntime())
+    running = _device.runtimes()
+    if not running or not isinstance(running[0], EmulatorRuntime) or \
+            devices is not None and len(running) != devices:
+        _device.activate(emulated_devices(1 if devices is None else devices))
+
+
+def _emulated_device_count(value: str) -> int:
+    """``GPUTENSOR_CUDA_EMULATOR``'s value as a device count: 1 for a switch ("1", "true",
+    "yes", "on"), else the number itself."""
+    if value.strip().lower() in ("1", "true", "yes", "on"):
+        return 1
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"{EMULATOR_ENV}={value!r}: expected 1 (or true/yes/on) to emulate "
+                         f"one CUDA device, or the number of devices to emulate") from None
+    if count < 1:
+        raise ValueError(f"{EMULATOR_ENV}={value!r}: the number of emulated devices must be "
+                         f"at least 1")
+    return count
 
 
 def _lazy_init() -> None:
     """Pick the runtime: the emulator when asked for, else CuPy when it sees a GPU and a probe
     kernel, built by the project's NVRTC step, compiles and runs there."""
     global _why_unavailable
-    if os.environ.get(EMULATOR_ENV, "") not in ("", "0"):
-        use_emulator()
+    value = os.environ.get(EMULATOR_ENV, "")
+    if value not in ("", "0"):
+        use_emulator(_emulated_device_count(value))
         return
     from gputensor.kernels.cuda import cupy_driver
 
     ok, why = cupy_driver.is_usable()
     if ok:
         try:
-            rt = cupy_driver.CupyRuntime()
-            cupy_driver.probe(rt)
+            rt = cupy_driver.all_devices()
+            for device_rt in rt:
+                cupy_driver.probe(device_rt)
         except Exception as exc:  # no NVRTC, a driver too old for it, a failed launch, ...
             ok, why = False, f"{type(exc).__name__}: {exc}"
     if ok:
@@ -81,8 +103,7 @@ def is_available() -> bool:
 
 def device_count() -> int:
     _ensure()
-    drv = DRIVERS.get("cuda")
-    return drv.device_count() if drv is not None else 0
+    return len(_device.runtimes()) if "cuda" in DRIVERS else 0
 
 
 def is_initialized() -> bool:

@@ -1,29 +1,24 @@
 """CUDA devices: which one is current, their names and properties, and device-wide sync.
 
-The runtimes behind "cuda" (CuPy, or the CPU emulator) serve device 0, so ``set_device`` and
-``device(...)`` accept the indices that ``device_count()`` reports and reject the rest with
-PyTorch's message; everything else answers for the device asked about.
+Each device is served by its own runtime (kernels/cuda/device.py). The current device is per
+thread, as in PyTorch: "cuda" without an index means it, and it is where kernels of an op
+without CUDA tensors launch; an op on CUDA tensors runs on their device whatever is current.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from gputensor._device import device as Device
 from gputensor.kernels.cuda import device as _kdevice
 
-_state = threading.local()  # per thread, as in PyTorch: the current device index
-
 
 def _require() -> Any:
-    """The active CUDA runtime, initialising it on first use (a clear error without one)."""
+    """The current device's runtime, initialising CUDA on first use (a clear error without)."""
     from gputensor import cuda
-    from gputensor.storage.allocator import DRIVERS
 
     cuda._require()
-    rt = getattr(DRIVERS["cuda"], "runtime", None)  # the runtime that serves "cuda" storages
-    return rt if rt is not None else _kdevice.runtime()
+    return _kdevice.runtime()
 
 
 def _index(device: Any, optional: bool = True) -> int:
@@ -42,7 +37,8 @@ def _index(device: Any, optional: bool = True) -> int:
 
 
 def _checked(index: int) -> int:
-    count = _require().device_count()
+    _require()
+    count = len(_kdevice.runtimes())
     if not 0 <= index < count:
         raise RuntimeError(f"CUDA error: invalid device ordinal (device {index} requested, "
                            f"{count} device(s) available)")
@@ -52,14 +48,14 @@ def _checked(index: int) -> int:
 def current_device() -> int:
     """The index of the current CUDA device (0 unless ``set_device`` chose another)."""
     _require()
-    return getattr(_state, "index", 0)
+    return _kdevice.current_index()
 
 
 def set_device(device: Any) -> None:
     """Make ``device`` current; a negative index or None leaves it unchanged (as PyTorch)."""
     idx = _index(device)
     if idx >= 0:
-        _state.index = _checked(idx)
+        _kdevice.set_current_index(_checked(idx))
 
 
 class device:
@@ -115,9 +111,9 @@ class _CudaDeviceProperties:
 
 def get_device_properties(device: Any = None) -> _CudaDeviceProperties:
     """Name, compute capability, memory and SM count of a CUDA device."""
-    rt = _require()
+    _require()
     idx = _checked(_index(device, optional=False))
-    p = rt.properties(idx)
+    p = _kdevice.runtime_of(idx).properties(idx)
     return _CudaDeviceProperties(p.name, int(p.major), int(p.minor), int(p.total_memory),
                                  int(p.multi_processor_count))
 
@@ -143,9 +139,8 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
 
 def synchronize(device: Any = None) -> None:
     """Wait for all work queued on every stream of the device."""
-    rt = _require()
-    _checked(_index(device, optional=False))
-    rt.synchronize()
+    _require()
+    _kdevice.runtime_of(_checked(_index(device, optional=False))).synchronize()
 
 
 def runtime_name() -> str:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from gputensor.kernels.cuda import device as _kdevice
 from gputensor.kernels.cuda.runtime import OutOfMemoryError
 
 from .devices import _checked, _index, _require
 
 
 def _rt(device: Any) -> Any:
-    rt = _require()
-    _checked(_index(device, optional=False))
-    return rt
+    """The runtime of ``device`` (None: the current device)."""
+    _require()
+    return _kdevice.runtime_of(_checked(_index(device, optional=False)))
 
 
 def memory_allocated(device: Any = None) -> int:
@@ -73,14 +74,14 @@ def reset_max_memory_allocated(device: Any = None) -> None:
 
 
 def empty_cache() -> None:
-    """Release the allocator's cached (unused) blocks back to the device, with the cached
-    kernel metadata (shapes and strides of recent launches, ``device.constant_array``)."""
+    """Release every device allocator's cached (unused) blocks back to its device, with the
+    cached kernel metadata (shapes and strides of recent launches, ``constant_array``)."""
     from gputensor import cuda
-    from gputensor.kernels.cuda import device
 
     if cuda.is_initialized():  # like PyTorch: a no-op before CUDA is initialised
-        device.clear_constants()
-        _require().empty_cache()
+        _kdevice.clear_constants()
+        for rt in _kdevice.runtimes():
+            rt.empty_cache()
 
 
 def memory_stats(device: Any = None) -> dict[str, int]:

@@ -14,12 +14,23 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from gputensor.kernels.cuda import device as _kdevice
 from gputensor.kernels.cuda import errors as _errors
 from gputensor.kernels.cuda.runtime import work_done
 
-from .devices import _require, current_device
+from .devices import _checked, _index, _require, current_device
 
-_local = threading.local()  # per thread: the stack of entered streams
+_local = threading.local()  # per thread: .stacks, device index -> the stack of entered streams
+
+
+def _stack(index: int) -> list[Stream]:
+    stacks = getattr(_local, "stacks", None)
+    if stacks is None:
+        stacks = _local.stacks = {}
+    stack = stacks.get(index)
+    if stack is None:
+        stack = stacks[index] = []
+    return stack
 
 
 class Stream:
@@ -28,8 +39,10 @@ class Stream:
 
     def __init__(self, device: Any = None, priority: int = 0, *, _raw: Any = None,
                  _default: bool = False) -> None:
-        rt = _require()
-        self.device_index = current_device()
+        _require()
+        index = _checked(_index(device, optional=False))
+        rt = _kdevice.runtime_of(index)
+        self.device_index = index
         self.priority = int(priority)
         self._runtime = rt
         self._default = _default
@@ -53,12 +66,14 @@ class Stream:
 
     def query(self) -> bool:
         """True when all work queued on this stream has completed."""
-        return work_done(self.raw)
+        with _kdevice.on_device(self.device_index):
+            return work_done(self.raw)
 
     def synchronize(self) -> None:
         """Wait until all work queued on this stream has completed (then raise any error a
         kernel recorded since the last check)."""
-        self.raw.synchronize()
+        with _kdevice.on_device(self.device_index):
+            self.raw.synchronize()
         _errors.check_pending()
 
     def wait_event(self, event: Event) -> None:
@@ -67,7 +82,8 @@ class Stream:
             return  # PyTorch: waiting on a never-recorded event does nothing
         fn = getattr(self.raw, "wait_event", None)
         if callable(fn):
-            fn(event.raw)
+            with _kdevice.on_device(self.device_index):
+                fn(event.raw)  # an event of another device may be waited for (CUDA allows)
         else:  # a runtime that runs work when issued (the emulator): the host waits
             event.synchronize()
 
@@ -83,11 +99,14 @@ class Stream:
 
     # -- as a context manager: ``with gt.cuda.Stream() as s:`` ---------------------------------
     def __enter__(self) -> Stream:
-        _push(self)
+        self._contexts = getattr(self, "_contexts", [])
+        context = StreamContext(self)
+        self._contexts.append(context)
+        context.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _pop(self)
+        self._contexts.pop().__exit__()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stream):
@@ -110,7 +129,9 @@ class Event:
                  interprocess: bool = False) -> None:
         if interprocess:
             raise NotImplementedError("interprocess CUDA events are not supported")
-        self._runtime = _require()
+        _require()
+        self.device_index = current_device()
+        self._runtime = _kdevice.runtime_of(self.device_index)
         self.enable_timing = bool(enable_timing)
         self.blocking = bool(blocking)
         self.raw = self._runtime.create_event()
@@ -119,7 +140,11 @@ class Event:
     def record(self, stream: Stream | None = None) -> None:
         """Record the event on ``stream`` (the current stream when None)."""
         stream = current_stream() if stream is None else stream
-        self.raw.record(stream.raw)
+        if stream.device_index != self.device_index:
+            raise RuntimeError(f"Event device cuda:{self.device_index} does not match "
+                               f"recording stream's device cuda:{stream.device_index}.")
+        with _kdevice.on_device(self.device_index):
+            self.raw.record(stream.raw)
         self._recorded = True
 
     def wait(self, stream: Stream | None = None) -> None:
@@ -128,13 +153,17 @@ class Event:
 
     def query(self) -> bool:
         """True when the work before the event's record completed (or it was never recorded)."""
-        return True if not self._recorded else work_done(self.raw)
+        if not self._recorded:
+            return True
+        with _kdevice.on_device(self.device_index):
+            return work_done(self.raw)
 
     def synchronize(self) -> None:
         """Wait until the work before the event's record completed (then raise any error a
         kernel recorded since the last check)."""
         if self._recorded:
-            self.raw.synchronize()
+            with _kdevice.on_device(self.device_index):
+                self.raw.synchronize()
         _errors.check_pending()
 
     def elapsed_time(self, end_event: Event) -> float:
@@ -156,40 +185,42 @@ _defaults: dict[tuple[int, int], Stream] = {}  # (id(runtime), device) -> defaul
 
 
 def default_stream(device: Any = None) -> Stream:
-    """The default (legacy) stream of the device."""
-    rt = _require()
-    key = (id(rt), current_device())
+    """The default (legacy) stream of the device (None: the current device)."""
+    _require()
+    index = _checked(_index(device, optional=False))
+    rt = _kdevice.runtime_of(index)
+    key = (id(rt), index)
     s = _defaults.get(key)
     if s is None or s._runtime is not rt:
-        s = _defaults[key] = Stream(_default=True)
+        s = _defaults[key] = Stream(index, _default=True)
     return s
 
 
 def current_stream(device: Any = None) -> Stream:
-    """The stream work is queued on now: the innermost ``stream(...)`` entered in this
-    thread, else the default stream."""
-    stack = getattr(_local, "stack", None)
+    """The stream work on the device (None: the current device) is queued on now: the
+    innermost ``stream(...)`` of that device entered in this thread, else its default stream."""
+    _require()
+    index = _checked(_index(device, optional=False))
+    stack = _stack(index)
     if stack:
         return stack[-1]
-    return default_stream(device)
+    return default_stream(index)
 
 
 def set_stream(stream: Stream | None) -> None:
-    """Make ``stream`` current for this thread until another is set (None: the default)."""
-    stack = getattr(_local, "stack", None)
-    if stack:
-        for s in reversed(stack):
-            _exit_raw(s)
-    _local.stack = []
+    """Make ``stream`` current for its device in this thread until another is set (None: the
+    current device's default stream)."""
+    index = current_device() if stream is None else stream.device_index
+    stack = _stack(index)
+    for s in reversed(stack):
+        _exit_raw(s)
+    stack.clear()
     if stream is not None and not stream._default:
         _push(stream)
 
 
 def _push(stream: Stream) -> None:
-    stack = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    stack.append(stream)
+    _stack(stream.device_index).append(stream)
     enter = getattr(stream.raw, "__enter__", None)
     if callable(enter):
         enter()  # CuPy: kernels and copies issued with stream=None go to its current stream
@@ -202,7 +233,7 @@ def _exit_raw(stream: Stream) -> None:
 
 
 def _pop(stream: Stream) -> None:
-    stack = getattr(_local, "stack", [])
+    stack = _stack(stream.device_index)
     if not stack or stack[-1] is not stream:
         raise RuntimeError("gputensor.cuda.stream contexts must be exited in the reverse order "
                            "of entering them")
@@ -211,19 +242,23 @@ def _pop(stream: Stream) -> None:
 
 
 class StreamContext:
-    """``gt.cuda.stream(s)``: make ``s`` the current stream inside the block (None: no-op)."""
+    """``gt.cuda.stream(s)``: make ``s`` the current stream of its device inside the block, and
+    its device the current device (None: no-op)."""
 
     def __init__(self, stream: Stream | None) -> None:
         self.stream = stream
+        self._guard: Any = None
 
     def __enter__(self) -> Stream | None:
         if self.stream is not None:
+            self._guard = _kdevice.on_device(self.stream.device_index).__enter__()
             _push(self.stream)
         return self.stream
 
     def __exit__(self, *exc: object) -> None:
         if self.stream is not None:
             _pop(self.stream)
+            self._guard.__exit__()
 
 
 def stream(stream: Stream | None) -> StreamContext:
@@ -231,7 +266,12 @@ def stream(stream: Stream | None) -> StreamContext:
     return StreamContext(stream)
 
 
-def raw_current_stream() -> Any:
-    """The runtime stream object copies should be ordered on (None: the default stream)."""
-    stack = getattr(_local, "stack", None)
+def raw_current_stream(runtime: Any = None) -> Any:
+    """The runtime stream object copies on ``runtime``'s device (None: the current device)
+    should be ordered on (None: that device's default stream)."""
+    stacks = getattr(_local, "stacks", None)
+    if not stacks:
+        return None
+    index = _kdevice.current_index() if runtime is None else runtime.device_index
+    stack = stacks.get(index)
     return stack[-1].raw if stack else None

@@ -52,9 +52,8 @@ class MemoryMeter:
         local = self._local
         local.mark, local.open = traced, True
         host, device = traced - self._excluded, 0
-        rt = self._cuda.active()
-        if rt is not None:
-            device = int(rt.memory_allocated())
+        for rt in self._cuda.runtimes():  # every device's
+            device += int(rt.memory_allocated())
             if rt.is_emulated:  # its device memory is host memory, counted as device bytes
                 host -= int(rt.memory_reserved())
         return host, device

@@ -89,7 +89,7 @@ class _EventTimer:
         """The raw stream work queued now goes to: the current ``gt.cuda.stream``'s (what the
         storage driver passes to copies and casts), else CuPy's current stream (what a launch
         with ``stream=None`` uses; the same stream whenever a gt stream is entered)."""
-        stream = _storage_driver().STREAM_HOOK()
+        stream = _storage_driver().STREAM_HOOK(self.rt)
         return self._current() if stream is None else stream
 
     def begin(self, stream: Any) -> Any:
@@ -133,7 +133,9 @@ def _event_timer(device: str) -> _EventTimer | None:
         return None
     from gputensor.kernels.cuda import device as cuda_device
 
-    rt = cuda_device.active()
+    _, _, index = device.partition(":")
+    rt = cuda_device.active() if not index or not cuda_device.runtimes() else \
+        cuda_device.runtime_of(int(index))
     # A runtime that runs every launch and copy before it returns (the emulator): the host
     # time around the call is its device time.
     return None if rt is None or rt.synchronous_launches else _EventTimer(rt)

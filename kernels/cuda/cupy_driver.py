@@ -19,7 +19,8 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
   streams: cupy.cuda.Stream(non_blocking=True), Stream.null (the legacy default stream),
     get_current_stream, Stream.synchronize / done / wait_event; cupy.cuda.Event(block=,
     disable_timing=) / record / synchronize / done; cupy.cuda.get_elapsed_time;
-  device: cupy.cuda.runtime.getDeviceCount, getDevice, deviceSynchronize, driverGetVersion,
+  device: cupy.cuda.runtime.getDeviceCount, getDevice, setDevice (what cupy.cuda.Device's
+    context manager calls, cupy/cuda/device.pyx), deviceSynchronize, driverGetVersion,
     getDeviceProperties (a dict with "name" (bytes), "totalGlobalMem", "multiProcessorCount",
     "major", "minor");
   BLAS: cupy.cuda.device.get_cublas_handle and cupy_backends.cuda.libs.cublas.
@@ -43,6 +44,7 @@ from . import binaries, nvrtc
 from .memstats import MemoryStats
 from .runtime import (
     NULL,
+    RUNTIME_METHODS,
     SCALAR_DTYPES,
     AllocationTable,
     DeviceProperties,
@@ -325,8 +327,40 @@ class _StagingRing:
         self.offset = 0
 
 
+def all_devices() -> list[CupyRuntime]:
+    """One runtime per GPU CuPy sees (``CUDA_VISIBLE_DEVICES`` chooses which)."""
+    count = int(_import_cupy().cuda.runtime.getDeviceCount())
+    return [CupyRuntime(i) for i in range(count)]
+
+
+def _bind_to_device(rt: CupyRuntime) -> None:
+    """On a machine with several GPUs, every interface method of ``rt`` runs with its device
+    current (CUDA allocates, launches, creates streams and events, and picks the cuBLAS
+    handle and CuPy's current stream on the current device), and restores the previous one:
+    what ``with cupy.cuda.Device(i):`` does, without its per-call object."""
+    api = rt.cp.cuda.runtime
+    index = rt.device_index
+
+    def bind(method: Callable[..., Any]) -> Callable[..., Any]:
+        def on_device(*args: Any, **kwargs: Any) -> Any:
+            prev = api.getDevice()
+            if prev == index:
+                return method(*args, **kwargs)
+            api.setDevice(index)
+            try:
+                return method(*args, **kwargs)
+            finally:
+                api.setDevice(prev)
+        on_device.__name__ = method.__name__
+        return on_device
+
+    for name in RUNTIME_METHODS:
+        if name != "make_current":
+            setattr(rt, name, bind(getattr(rt, name)))
+
+
 class CupyRuntime:
-    """The device runtime on CuPy (see runtime.py for the interface); device 0.
+    """The device runtime on CuPy (see runtime.py for the interface) for GPU ``index``.
 
     ``stream=None`` in a copy or launch means CuPy's current stream (the one ``gt.cuda.stream``
     entered, else the default stream), never the legacy stream behind it: a host read waits
@@ -336,8 +370,9 @@ class CupyRuntime:
     is_emulated = False
     synchronous_launches = False  # launches and copies are queued; the GPU runs them later
 
-    def __init__(self) -> None:
+    def __init__(self, index: int = 0) -> None:
         self.cp = _import_cupy()
+        self.device_index = int(index)
         self.stats = MemoryStats()
         self.pool = self.cp.cuda.MemoryPool(allocator=self._device_malloc)
         self.pinned_pool = self.cp.cuda.PinnedMemoryPool()
@@ -352,6 +387,9 @@ class CupyRuntime:
         self._binary_arch: str | None = None
         driver = int(self.cp.cuda.runtime.driverGetVersion())  # e.g. 13000 for CUDA 13.0
         nvrtc.prefer_major(driver // 1000)  # cubins the driver can load
+        self._several = self.cp.cuda.runtime.getDeviceCount() > 1
+        if self._several:
+            _bind_to_device(self)  # one GPU: the current device is always this one
 
     # -- memory ------------------------------------------------------------------------------
     def _device_malloc(self, nbytes: int) -> Any:
@@ -503,7 +541,7 @@ class CupyRuntime:
     # -- kernels -----------------------------------------------------------------------------
     def capability(self) -> tuple[int, int]:
         if self._capability is None:
-            p = self.properties(self.cp.cuda.runtime.getDevice())
+            p = self.properties(self.device_index)
             self._capability = (p.major, p.minor)
         return self._capability
 
@@ -541,7 +579,7 @@ class CupyRuntime:
 
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> Any:
-        return self.cp.cuda.Stream(non_blocking=True)
+        return self.cp.cuda.Stream(non_blocking=True)  # on the current (this) device
 
     def default_stream(self) -> Any:
         """The device's default stream: CuPy's null stream (the legacy stream, handle 0)."""
@@ -597,6 +635,12 @@ class CupyRuntime:
     # -- device ------------------------------------------------------------------------------
     def device_count(self) -> int:
         return int(self.cp.cuda.runtime.getDeviceCount())
+
+    def make_current(self) -> None:
+        """CUDA's current device := this one (``cudaSetDevice``), for raw stream and event
+        calls made outside this runtime's methods."""
+        if self._several:
+            self.cp.cuda.runtime.setDevice(self.device_index)
 
     def properties(self, index: int = 0) -> DeviceProperties:
         p = self.cp.cuda.runtime.getDeviceProperties(index)

@@ -18,6 +18,7 @@ once per runtime on first use.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from gputensor import _device as _device_module
+from gputensor._device import device as Device
 from gputensor.storage.allocator import unavailable_message
 
 from .runtime import NULL, DevicePtr, parse_kernels
@@ -41,27 +44,101 @@ BLOCK = 256
 MAX_GRID = 1024  # grid-stride loops: a bounded grid covers any size
 
 
-# ---- the active runtime ---------------------------------------------------------------------
-_runtime: Any = None
+# ---- the active runtimes, one per device --------------------------------------------------------
+# Device i of "cuda" is served by _runtimes[i]: its own memory pool and statistics, streams,
+# compiled modules, cuBLAS handle and error record. A thread's *current device* (PyTorch's
+# set_device / device guard) picks the runtime that kernels launch on and temporaries come
+# from; an op runs under a guard that makes its tensors' device current (``guard_kernels``).
+_runtimes: tuple[Any, ...] = ()
+_runtime: Any = None  # the runtime when exactly one device is served: the fast path
+_current = threading.local()  # .index: this thread's current device (0 when unset)
 _lock = threading.Lock()
 
 
 def runtime() -> Any:
-    """The device runtime serving "cuda" (a clear error when there is none)."""
+    """The runtime of the current device (a clear error when CUDA is not served)."""
     rt = _runtime
-    if rt is None:
+    if rt is not None:
+        return rt
+    rts = _runtimes
+    if not rts:
         raise RuntimeError(unavailable_message("cuda"))
-    return rt
+    return rts[getattr(_current, "index", 0)]
 
 
 def active() -> Any:
-    """The active runtime, or None."""
-    return _runtime
+    """The runtime of the current device, or None when CUDA is not served."""
+    rt = _runtime
+    if rt is not None or not _runtimes:
+        return rt
+    return _runtimes[getattr(_current, "index", 0)]
+
+
+def runtimes() -> tuple[Any, ...]:
+    """Every device's runtime, by device index (empty when CUDA is not served)."""
+    return _runtimes
+
+
+def runtime_of(index: int | None) -> Any:
+    """The runtime of device ``index`` (None: the current device)."""
+    rts = _runtimes
+    if not rts:
+        raise RuntimeError(unavailable_message("cuda"))
+    if index is None:
+        return rts[getattr(_current, "index", 0)]
+    if not 0 <= index < len(rts):
+        raise RuntimeError(f"CUDA error: invalid device ordinal (device {index} requested, "
+                           f"{len(rts)} device(s) available)")
+    return rts[index]
+
+
+def current_index() -> int:
+    """This thread's current device index."""
+    return getattr(_current, "index", 0)
+
+
+_device_module.current_cuda_index = current_index  # "cuda" without an index means it
+
+
+def set_current_index(index: int) -> None:
+    """Make device ``index`` current for this thread (checked against the served devices),
+    for the runtime too (CUDA's current device, where raw stream and event calls act)."""
+    runtime_of(index).make_current()
+    _current.index = index
+
+
+class on_device:
+    """Make device ``index`` current inside the block (None, or the current one: nothing to
+    do), restoring the previous one on exit: PyTorch's device guard."""
+
+    __slots__ = ("index", "prev")
+
+    def __init__(self, index: int | None) -> None:
+        self.index = index
+        self.prev = -1
+
+    def __enter__(self) -> on_device:
+        index = self.index
+        if index is not None:
+            prev = getattr(_current, "index", 0)
+            if prev != index:
+                runtime_of(index).make_current()
+                self.prev = prev
+                _current.index = index
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        prev = self.prev
+        if prev >= 0:
+            _runtimes[prev].make_current()
+            _current.index = prev
+            self.prev = -1
 
 
 def activate(rt: Any) -> None:
-    """Make ``rt`` serve the "cuda" device (storages, copies and kernels)."""
-    global _runtime
+    """Make ``rt`` (one runtime, or a sequence with one per device) serve the "cuda" device
+    (storages, copies and kernels)."""
+    global _runtime, _runtimes
     from gputensor.storage import copy_table
     from gputensor.storage.allocator import register_driver
     from gputensor.storage.typed import STORAGE_TYPES
@@ -69,11 +146,86 @@ def activate(rt: Any) -> None:
     from . import ops  # noqa: F401  - registers the CUDA backend's kernels
     from .storage_driver import RuntimeStorageDriver
 
+    rts = tuple(rt) if isinstance(rt, list | tuple) else (rt,)
+    if not rts:
+        raise ValueError("activate: no runtime given")
     with _lock:
-        register_driver(RuntimeStorageDriver(rt))
+        register_driver(RuntimeStorageDriver(rts))
         clear_constants()
-        _runtime = rt
+        _runtimes = rts
+        _runtime = rts[0] if len(rts) == 1 else None
+        _current.index = 0
+        guard_kernels(len(rts) > 1)
         copy_table.rebuild(list(STORAGE_TYPES.values()))
+
+
+def deactivate() -> None:
+    """Stop serving "cuda" (tests that restore a machine without CUDA)."""
+    global _runtime, _runtimes
+    from gputensor.storage import copy_table
+    from gputensor.storage.allocator import DRIVERS
+    from gputensor.storage.typed import STORAGE_TYPES
+
+    with _lock:
+        DRIVERS.pop("cuda", None)
+        clear_constants()
+        _runtimes, _runtime = (), None
+        guard_kernels(False)
+        copy_table.rebuild(list(STORAGE_TYPES.values()))
+
+
+# ---- the device guard of CUDA kernels -----------------------------------------------------------
+def device_index_of(args: Sequence[Any], kwargs: dict[str, Any]) -> int | None:
+    """The CUDA device a backend kernel call works on: that of its first CUDA tensor (looked
+    for in the arguments and one level into lists and tuples), else of a CUDA device argument;
+    None when there is neither."""
+    for a in (*args, *kwargs.values()):
+        if type(a) is list or type(a) is tuple:
+            for b in a:
+                index = _cuda_index(b)
+                if index is not None:
+                    return index
+        else:
+            index = _cuda_index(a)
+            if index is not None:
+                return index
+    return None
+
+
+def _cuda_index(a: Any) -> int | None:
+    dev = a if type(a) is Device else (getattr(a, "device", None) if hasattr(a, "_shape")
+                                       else None)
+    if type(dev) is Device and dev.type == "cuda":
+        return dev.index or 0
+    return None
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a CUDA backend kernel) run with its tensors' device current."""
+    fn = getattr(fn, "_gt_guarded", fn)
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        index = device_index_of(args, kwargs)
+        if index is None or index == getattr(_current, "index", 0):
+            return fn(*args, **kwargs)
+        with on_device(index):
+            return fn(*args, **kwargs)
+
+    run._gt_guarded = fn  # type: ignore[attr-defined]
+    return run
+
+
+def guard_kernels(on: bool) -> None:
+    """Wrap (or unwrap) every CUDA backend kernel in the device guard. Only a machine serving
+    several devices pays for it: with one device, every op already runs on the current one."""
+    from gputensor.kernels import registry
+
+    for (device_type, _layout), backend in registry.BACKENDS.items():
+        if device_type == "cuda":
+            backend.guard = guarded if on else None
+            backend.rewrap()
+    registry.clear_kernel_caches()
 
 
 # ---- sources ------------------------------------------------------------------------------------
@@ -231,7 +383,7 @@ class DeviceArray:
         drv = driver_for("cuda")
         self.buf = drv.alloc(max(values.nbytes, 1))
         if values.nbytes:
-            drv.runtime.upload(self.buf.ptr, values)
+            self.buf.runtime.upload(self.buf.ptr, values)
         self.ptr = self.buf.ptr
         self.size = values.size
 

@@ -37,6 +37,9 @@ from .runtime import (
 
 UNIT = 512                    # size-class granularity (CuPy rounds to 512 bytes too)
 _BASE_ADDRESS = 0x7E00_0000_0000
+# Each emulated device hands out addresses from its own 1 TiB range, so a pointer of one
+# device used on another is a stray address (a real GPU faults on it), never a silent alias.
+_DEVICE_SPAN = 0x0100_0000_0000
 _GUARD = 4096                 # address gap between blocks: overruns never land in a neighbour
 _NOT_A_BASE = (0, None)       # by_base's answer for a pointer that starts no block
 DEFAULT_LIMIT = 8 * 1024**3   # the emulated device's memory
@@ -95,18 +98,24 @@ class EmulatorKernel:
 
 
 class EmulatorRuntime:
-    """One emulated CUDA device (see runtime.py for the interface)."""
+    """One emulated CUDA device (see runtime.py for the interface): device ``index`` of
+    ``count`` (``emulated_devices(n)`` makes the runtimes of an n-device machine)."""
 
     name = "emulator"
     is_emulated = True
     synchronous_launches = True  # every launch and copy has run when the call returns
 
-    def __init__(self, memory_limit: int = DEFAULT_LIMIT) -> None:
+    def __init__(self, memory_limit: int = DEFAULT_LIMIT, *, index: int = 0,
+                 count: int = 1) -> None:
+        if not 0 <= index < count:
+            raise ValueError(f"emulated device {index} of {count}: no such device")
+        self.device_index = index
+        self.count = count
         self.device_memory = int(memory_limit)  # what properties() reports as total memory
         self.memory_limit = int(memory_limit)   # what the pool may reserve (memory fraction)
         self._table = AllocationTable()          # blocks by address
         self._cache: dict[int, list[_Block]] = {}  # size class -> free blocks
-        self._next_address = _BASE_ADDRESS
+        self._next_address = _BASE_ADDRESS + index * _DEVICE_SPAN
         self._allocated = 0   # size-class bytes of live blocks
         self._reserved = 0    # live + cached
         self.stats = MemoryStats()
@@ -330,11 +339,15 @@ class EmulatorRuntime:
 
     # -- device ------------------------------------------------------------------------------
     def device_count(self) -> int:
-        return 1
+        return self.count
+
+    def make_current(self) -> None:
+        """Nothing to switch: the emulator keeps no per-thread device state."""
 
     def properties(self, index: int = 0) -> DeviceProperties:
-        if index != 0:
-            raise ValueError(f"invalid CUDA device index {index}: the emulator has 1 device")
+        if not 0 <= index < self.count:
+            raise ValueError(f"invalid CUDA device index {index}: the emulator has "
+                             f"{self.count} device(s)")
         return DeviceProperties(DEVICE_NAME, self.device_memory, os.cpu_count() or 1, 8, 0)
 
     # -- BLAS --------------------------------------------------------------------------------
@@ -369,3 +382,11 @@ class EmulatorRuntime:
 
     def _typed(self, ptr: int, count: int, dt: np.dtype) -> np.ndarray:
         return self.view(ptr, count * dt.itemsize).view(dt)
+
+
+def emulated_devices(count: int = 1, memory_limit: int = DEFAULT_LIMIT) -> list[EmulatorRuntime]:
+    """The runtimes of an emulated machine with ``count`` CUDA devices, one per device."""
+    if count < 1:
+        raise ValueError(f"an emulated machine needs at least one device, got {count}")
+    return [EmulatorRuntime(memory_limit, index=i, count=count) for i in range(count)]
+

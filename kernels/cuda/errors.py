@@ -158,7 +158,7 @@ def _stream_of(rt: Any) -> Any:
     """The runtime stream work is queued on now."""
     from .storage_driver import STREAM_HOOK
 
-    stream = STREAM_HOOK()
+    stream = STREAM_HOOK(rt)
     return rt.default_stream() if stream is None else stream
 
 

@@ -26,7 +26,9 @@ stats      memory_allocated(), memory_reserved(), max_memory_allocated(),
            max_memory_reserved(), reset_peak_memory_stats(), memory_stats() (PyTorch's keys,
            memstats.py), empty_cache(), mem_get_info() -> (free, total),
            set_memory_fraction(fraction)
-device     device_count(), properties(index=0) -> DeviceProperties
+device     device_count(), properties(index=0) -> DeviceProperties, make_current() (make
+           this runtime's device the current one of the calling thread, where raw stream
+           and event calls act; a no-op with one device), device_index (attribute)
 BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype, *,
            batch=1, stride_a=0, stride_b=0, stride_c=0, allow_tf32=False): column-major
            strided-batched like cuBLAS, C_i = alpha * op(A_i) @ op(B_i) + beta * C_i with
@@ -61,9 +63,9 @@ RUNTIME_METHODS = (
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
     "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
     "set_memory_fraction",
-    "device_count", "properties", "gemm",
+    "device_count", "properties", "make_current", "gemm",
 )
-RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches")
+RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index")
 
 
 def work_done(raw: Any) -> bool:

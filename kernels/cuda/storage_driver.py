@@ -19,13 +19,14 @@ from . import device as _device
 from .runtime import DevicePtr
 
 
-def _no_stream() -> Any:
+def _no_stream(runtime: Any = None) -> Any:
     return None
 
 
-# Returns the runtime stream copies and casts are ordered on (None: the default stream);
-# gputensor.cuda points it at the current stream of ``gt.cuda.stream(...)``.
-STREAM_HOOK: Callable[[], Any] = _no_stream
+# STREAM_HOOK(runtime) returns the stream copies and casts on that runtime's device are
+# ordered on (None: its current stream); gputensor.cuda points it at the current stream of
+# ``gt.cuda.stream(...)`` for that device.
+STREAM_HOOK: Callable[[Any], Any] = _no_stream
 
 
 class DeviceBuffer:
@@ -60,25 +61,29 @@ class DeviceBuffer:
 
 
 class RuntimeStorageDriver:
-    """The memory driver for ``device_type`` backed by one device runtime (device index 0; any
-    other index is refused, never silently served by device 0)."""
+    """The memory driver for ``device_type`` backed by one device runtime per device index:
+    a buffer is allocated by its device's runtime and keeps it, so every later copy, cast and
+    free of the buffer goes to that runtime. Between two devices, data moves through the host
+    (a read ordered after the source device's current stream, then a write queued on the
+    destination's)."""
 
-    def __init__(self, runtime: Any, device_type: str = "cuda") -> None:
-        self.runtime = runtime
+    def __init__(self, runtimes: Any, device_type: str = "cuda") -> None:
+        self.runtimes = tuple(runtimes) if isinstance(runtimes, list | tuple) else (runtimes,)
         self.device_type = device_type
 
-    def _check_index(self, device_index: int | None) -> None:
-        if device_index is None or device_index == 0:
-            return
-        count = self.runtime.device_count()
-        if not 0 <= device_index < count:
-            raise RuntimeError(f"invalid device {self.device_type}:{device_index}: "
-                               f"{count} device(s) available")
-        # Every allocation, launch and copy runs on device 0 today: refuse another device
-        # rather than let its tensors silently live on device 0.
-        raise NotImplementedError(
-            f"{self.device_type}:{device_index}: gputensor runs on one GPU for now (device 0 of "
-            f"{count}); choose the GPU with CUDA_VISIBLE_DEVICES={device_index}")
+    @property
+    def runtime(self) -> Any:
+        """The current device's runtime."""
+        return _device.runtime_of(None) if len(self.runtimes) > 1 else self.runtimes[0]
+
+    def _runtime_for(self, device_index: int | None) -> Any:
+        if device_index is None or len(self.runtimes) == 1 and device_index == 0:
+            return self.runtime
+        if not 0 <= device_index < len(self.runtimes):
+            raise RuntimeError(f"CUDA error: invalid device ordinal ({self.device_type}:"
+                               f"{device_index} requested, {len(self.runtimes)} device(s) "
+                               f"available)")
+        return self.runtimes[device_index]
 
     def _check_range(self, buf: DeviceBuffer, offset: int, nbytes: int, what: str) -> None:
         if offset < 0 or nbytes < 0 or offset + nbytes > buf.size:
@@ -87,8 +92,7 @@ class RuntimeStorageDriver:
 
     # -- DeviceDriver protocol ---------------------------------------------------------------
     def alloc(self, nbytes: int, device_index: int | None = None) -> DeviceBuffer:
-        self._check_index(device_index)
-        return DeviceBuffer(self.runtime, nbytes)
+        return DeviceBuffer(self._runtime_for(device_index), nbytes)
 
     def nbytes(self, buf: DeviceBuffer) -> int:
         return buf.size
@@ -99,22 +103,26 @@ class RuntimeStorageDriver:
     def to_host(self, buf: DeviceBuffer, byte_offset: int, nbytes: int) -> np.ndarray:
         self._check_range(buf, byte_offset, nbytes, "read")
         out = np.empty(nbytes, np.uint8)
-        _device.read_into(out, buf.ptr + byte_offset, self.runtime)  # after the stream's work
+        _device.read_into(out, buf.ptr + byte_offset, buf.runtime)  # after the stream's work
         return out
 
     def from_host(self, buf: DeviceBuffer, byte_offset: int, data: np.ndarray) -> None:
         raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         self._check_range(buf, byte_offset, raw.nbytes, "write")
         if raw.nbytes:
-            self.runtime.memcpy_htod(buf.ptr + byte_offset, raw, STREAM_HOOK())
+            buf.runtime.memcpy_htod(buf.ptr + byte_offset, raw, STREAM_HOOK(buf.runtime))
 
     def copy(self, dst: DeviceBuffer, dst_offset: int, src: DeviceBuffer, src_offset: int,
              nbytes: int) -> None:
         self._check_range(src, src_offset, nbytes, "copy source")
         self._check_range(dst, dst_offset, nbytes, "copy destination")
-        if nbytes:
-            self.runtime.memcpy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, nbytes,
-                                     STREAM_HOOK())
+        if not nbytes:
+            return
+        if dst.runtime is not src.runtime:  # another device: through the host
+            self.from_host(dst, dst_offset, self.to_host(src, src_offset, nbytes))
+            return
+        dst.runtime.memcpy_dtod(dst.ptr + dst_offset, src.ptr + src_offset, nbytes,
+                                STREAM_HOOK(dst.runtime))
 
     def cast(self, dst: DeviceBuffer, dst_offset: int, dst_dtype: np.dtype, src: DeviceBuffer,
              src_offset: int, src_dtype: np.dtype, count: int) -> None:
@@ -123,6 +131,12 @@ class RuntimeStorageDriver:
         if dst_dtype == src_dtype:
             self.copy(dst, dst_offset, src, src_offset, count * src_dtype.itemsize)
             return
+        if dst.runtime is not src.runtime:  # another device: cast on the host on the way
+            host = self.to_host(src, src_offset, count * src_dtype.itemsize).view(src_dtype)
+            with np.errstate(all="ignore"):
+                self.from_host(dst, dst_offset, host.astype(dst_dtype))
+            return
+        rt = dst.runtime
         src_ptr, dst_ptr = src.ptr + src_offset, dst.ptr + dst_offset
         src_bytes, dst_bytes = count * src_dtype.itemsize, count * dst_dtype.itemsize
         self._check_range(src, src_offset, src_bytes, "cast source")
@@ -130,18 +144,18 @@ class RuntimeStorageDriver:
         tmp = None
         if src_ptr < dst_ptr + dst_bytes and dst_ptr < src_ptr + src_bytes:
             # Overlapping ranges (a storage cast into itself): read from a device copy.
-            tmp = DeviceBuffer(self.runtime, src_bytes)
-            self.runtime.memcpy_dtod(tmp.ptr, src_ptr, src_bytes, STREAM_HOOK())
+            tmp = DeviceBuffer(rt, src_bytes)
+            rt.memcpy_dtod(tmp.ptr, src_ptr, src_bytes, STREAM_HOOK(rt))
             src_ptr = tmp.ptr
-        _cast.cast(self.runtime, dst_ptr, dst_dtype, src_ptr, src_dtype, count, STREAM_HOOK())
+        _cast.cast(rt, dst_ptr, dst_dtype, src_ptr, src_dtype, count, STREAM_HOOK(rt))
         del tmp  # the pool orders the block's reuse after the launch
 
     # -- what gputensor.cuda asks of the "cuda" driver ---------------------------------------
     def device_count(self) -> int:
-        return self.runtime.device_count()
+        return len(self.runtimes)
 
     def synchronize(self) -> None:
         self.runtime.synchronize()
 
     def device_name(self, index: int = 0) -> str:
-        return self.runtime.properties(index).name
+        return self._runtime_for(index).properties(index).name

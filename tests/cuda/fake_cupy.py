@@ -17,6 +17,10 @@ real effects). What it models, each as CuPy 14 behaves (sources named where it m
   is_memory_pinned`` recognises; a block goes back to the pool when its last user drops it;
 * ``cuda.function.Module.load(image)`` / ``get_function(name)(grid, block, args, shared_mem=,
   stream=)`` (cupy/cuda/function.pyx: stream=None launches on the current stream);
+* the current device (``runtime.getDevice``/``setDevice``, per process here): ``cudaMalloc``,
+  streams and loaded modules belong to the device current when they were made, and launching a
+  module's function, or on a stream, of another device than the current one fails as CUDA does
+  (an invalid resource handle);
 * ``cublas.gemmStridedBatchedEx`` with host-pointer alpha/beta, column-major operands.
 """
 
@@ -50,12 +54,14 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
     cp.log = log
     stack: list = []           # entered streams
     pinned: dict[int, int] = {}  # live pinned blocks: address -> size
-    state = types.SimpleNamespace(allocator=None, fails=fail_mallocs)
+    state = types.SimpleNamespace(allocator=None, fails=fail_mallocs, device=0)
+    cp.malloc_devices = []  # the current device of each cudaMalloc, in order
 
     # ---- streams and events ------------------------------------------------------------------
     class Stream:
         def __init__(self, non_blocking: bool = False, *, _ptr: int | None = None) -> None:
             self.non_blocking = non_blocking
+            self.device_id = -1 if _ptr == 0 else state.device  # null: the current device's
             self.ptr = id(self) if _ptr is None else _ptr
             self.queued = 0      # work items issued
             self.completed = 0   # work items known complete (after synchronize)
@@ -119,7 +125,8 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
             self.buf = np.zeros(max(size, 1), np.uint8)
             self.ptr = self.buf.ctypes.data
             self.size = size
-            self.device_id = 0
+            self.device_id = state.device
+            cp.malloc_devices.append(state.device)
             log.append(("cudaMalloc", size))
 
     class UnownedMemory:
@@ -238,11 +245,22 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
 
     # ---- kernels -----------------------------------------------------------------------------
     class Module:
+        def __init__(self) -> None:
+            self.device_id = state.device
+
         def load(self, image: bytes) -> None:
+            self.device_id = state.device
             log.append(("module_load", image[:4], len(image)))
 
         def get_function(self, name: str):
+            module = self
+
             def function(grid, block, args, shared_mem=0, stream=None):
+                on = _stream(stream).device_id
+                if module.device_id != state.device or on not in (-1, state.device):
+                    raise RuntimeError(f"cudaErrorInvalidResourceHandle: {name} of device "
+                                       f"{module.device_id} launched on a stream of device "
+                                       f"{on} with device {state.device} current")
                 if stream is not None:
                     stream._issue()
                 else:
@@ -297,8 +315,13 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
     cublas.gemmStridedBatchedEx = gemmStridedBatchedEx
 
     # ---- runtime -------------------------------------------------------------------------------
+    def _set_device(index: int) -> None:
+        if not 0 <= index < devices:
+            raise RuntimeError(f"cudaErrorInvalidDevice: device {index} of {devices}")
+        state.device = index
+
     runtime = types.SimpleNamespace(
-        getDeviceCount=lambda: devices, getDevice=lambda: 0,
+        getDeviceCount=lambda: devices, getDevice=lambda: state.device, setDevice=_set_device,
         getDeviceProperties=lambda i: {"name": b"Fake GPU", "totalGlobalMem": total_memory,
                                        "multiProcessorCount": 132, "major": 9, "minor": 0},
         deviceSynchronize=lambda: _device_sync(),

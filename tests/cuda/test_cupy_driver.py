@@ -166,6 +166,9 @@ def test_default_stream_is_cupys_null_stream(rt, cp, monkeypatch) -> None:
     assert rt.default_stream() is cp.cuda.Stream.null
     monkeypatch.setattr(streams, "_require", lambda: rt)
     monkeypatch.setattr(streams, "current_device", lambda: 0)
+    monkeypatch.setattr(streams, "_checked", lambda index: index)
+    monkeypatch.setattr(streams, "_index", lambda d, optional=True: 0 if d is None else d)
+    monkeypatch.setattr(streams._kdevice, "runtime_of", lambda index: rt)
     monkeypatch.setattr(streams, "_defaults", {})
     side = streams.Stream()
     default = streams.default_stream()
@@ -454,17 +457,35 @@ def test_a_buffer_whose_alloc_failed_frees_nothing(monkeypatch) -> None:
     nvrtc.prefer_major(None)
 
 
-def test_a_second_gpu_is_refused_not_served_by_the_first(monkeypatch) -> None:
-    """Until every allocation, launch and copy enters its tensor's device, a tensor on cuda:1
-    of a two-GPU machine is refused with the way out, never placed on GPU 0 silently."""
-    fake_cupy.install(monkeypatch, devices=2)
-    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+def test_each_gpu_has_its_own_runtime_working_on_its_own_device(monkeypatch) -> None:
+    """Two GPUs: the runtime of GPU 1 allocates, loads modules, launches, copies and
+    synchronises with GPU 1 current (the stand-in fails a launch made from another device, as
+    CUDA does) and puts the caller's current device back; a third index is refused."""
+    cp = fake_cupy.install(monkeypatch, devices=2)
+    from gputensor.kernels.cuda.cupy_driver import all_devices, probe
     from gputensor.kernels.cuda.storage_driver import RuntimeStorageDriver
 
-    drv = RuntimeStorageDriver(CupyRuntime())
-    assert drv.runtime.device_count() == 2 and drv.alloc(8, 0).size == 8
-    with pytest.raises(NotImplementedError, match=r"cuda:1: .*one GPU.*CUDA_VISIBLE_DEVICES=1"):
-        drv.alloc(8, 1)
-    with pytest.raises(RuntimeError, match="invalid device cuda:2: 2 device"):
+    rts = all_devices()
+    assert [rt.device_index for rt in rts] == [0, 1]
+    drv = RuntimeStorageDriver(rts)
+    assert drv.device_count() == 2
+    probe(rts[1])  # compile, load, launch and read back, all on GPU 1
+    assert cp.cuda.runtime.getDevice() == 0
+    cp.malloc_devices.clear()
+    buf = drv.alloc(4096, 1)  # more than the probe's cached block: a new segment
+    assert buf.runtime is rts[1] and cp.malloc_devices == [1]
+    assert cp.cuda.runtime.getDevice() == 0
+    drv.from_host(buf, 0, np.arange(8, dtype=np.int64))
+    on0 = drv.alloc(64, 0)
+    drv.copy(on0, 0, buf, 0, 64)  # between GPUs: through the host
+    assert drv.to_host(on0, 0, 64).view(np.int64).tolist() == list(range(8))
+    assert cp.malloc_devices == [1, 0] and rts[1].memory_allocated() == 4096
+    rts[1].make_current()
+    assert cp.cuda.runtime.getDevice() == 1
+    rts[0].make_current()
+    with pytest.raises(RuntimeError, match=r"invalid device ordinal \(cuda:2 requested, 2"):
         drv.alloc(8, 2)
+    del buf, on0
+    gc.collect()
+    assert rts[1].memory_allocated() == 0 and rts[0].memory_allocated() == 0
     nvrtc.prefer_major(None)

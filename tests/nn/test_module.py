@@ -488,8 +488,8 @@ def test_device_moves(device):
     m.cpu()
     assert w.device == gt.device("cpu") and m.stat.device == gt.device("cpu")
     if gt.device(device).type == "cuda":
-        m.cuda()
-        assert w.is_cuda and w.device == gt.device(device)
+        m.cuda()  # the current device
+        assert w.is_cuda and w.device == gt.device(f"cuda:{gt.cuda.current_device()}")
 
 
 def test_module_pickle_and_deepcopy():

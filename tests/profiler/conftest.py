@@ -11,10 +11,13 @@ BANDWIDTH = 1e10  # bytes/s
 FLOPS = 1e11      # flop/s
 
 
+DEVICES = ("cpu", "cuda:0", "cuda:1")  # cuda:1: the suite's device with two emulated GPUs
+
+
 @pytest.fixture(autouse=True)
 def fixed_peaks():
-    for dev in ("cpu", "cuda:0"):
+    for dev in DEVICES:
         gt.profiler.set_device_peaks(dev, bandwidth=BANDWIDTH, flops=FLOPS)
     yield
-    for dev in ("cpu", "cuda:0"):
+    for dev in DEVICES:
         gt.profiler.set_device_peaks(dev)

@@ -30,6 +30,7 @@ def cupy_rt(monkeypatch):
 
     rt = CupyRuntime()
     monkeypatch.setattr(cuda_device, "_runtime", rt)
+    monkeypatch.setattr(cuda_device, "_runtimes", (rt,))
     monkeypatch.setattr(recorder_module, "_current_index", lambda: 0)
     yield cp, rt
     nvrtc.prefer_major(None)
@@ -112,7 +113,7 @@ def test_copies_are_timed_with_events_on_their_stream(cupy_rt, monkeypatch):
     drv = storage_driver.RuntimeStorageDriver(rt)
     buf = drv.alloc(64)
     side = rt.create_stream()
-    monkeypatch.setattr(storage_driver, "STREAM_HOOK", lambda: side)  # gt.cuda.stream(side)
+    monkeypatch.setattr(storage_driver, "STREAM_HOOK", lambda rt=None: side)  # gt.cuda.stream(side)
     host, out = np.arange(16, dtype=np.float32), np.empty(16, np.float32)
     on_gpu = types.SimpleNamespace(device=gt.device("cuda:0"), dtype=gt.float32)
     on_cpu = types.SimpleNamespace(device=gt.device("cpu"), dtype=gt.float32)
