@@ -253,13 +253,18 @@ class CudaSource:
             self.kernel_names = list(parse_kernels(code))
 
     def instantiate(self, name: str, params: str, call: str,
-                    variants: Iterable[dict[str, str]]) -> None:
+                    variants: Iterable[dict[str, str]],
+                    launch_bounds: tuple[int, int] | None = None) -> None:
         """One wrapper kernel per variant: ``extern "C" __global__ void <name>(<params>)
-        { <call>; }`` with each variant's placeholders filled in."""
+        { <call>; }`` with each variant's placeholders filled in. ``launch_bounds`` =
+        (threads per block, blocks per SM) caps the registers so that many blocks fit an SM
+        (``__launch_bounds__``)."""
+        bounds = "" if launch_bounds is None else \
+            f"__launch_bounds__({launch_bounds[0]}, {launch_bounds[1]}) "
         for v in variants:
             kname = name.format(**v)
-            self._wrappers.append(f'extern "C" __global__ void {kname}({params.format(**v)}) '
-                                  f"{{ {call.format(**v)}; }}\n")
+            self._wrappers.append(f'extern "C" __global__ void {bounds}{kname}('
+                                  f"{params.format(**v)}) {{ {call.format(**v)}; }}\n")
             self.kernel_names.append(kname)
 
     def declare(self, code: str) -> None:

@@ -320,17 +320,27 @@ __device__ void reduce(const T* __restrict__ x, typename Op::O1* out1, typename 
     }
 }
 
-// Combine the S partials of each output (in order) and store it.
+// Combine the S partials of each output and store it. L lanes (a power of two, at most 32:
+// one warp's shuffles merge them) share an output, each combining every L-th partial, so a
+// full reduction's 1024 partials take 32 loads per lane instead of 1024 in one thread (a
+// serial chain of dependent loads that cost more than the whole split pass). Every comb is
+// commutative and associative (the split pass already merges lanes in butterfly order).
 template <class Op>
 __device__ void reduce_finish(const unsigned char* ws, typename Op::O1* out1,
                               typename Op::O2* out2, long long N, long long S, long long K,
-                              double p, long long flag) {
+                              double p, long long flag, int L) {
     typedef typename Op::Acc Acc;
     const Acc* part = reinterpret_cast<const Acc*>(ws);
-    for (GT_GRID_STRIDE(o, N)) {
-        Acc a = part[o];
-        for (long long s = 1; s < S; ++s) a = Op::comb(a, part[s * N + o]);
-        Op::store(a, K, p, flag, out1, out2, o);
+    const int lane = threadIdx.x % L;
+    const long long per_block = blockDim.x / L;
+    // Uniform trip count per block: every lane reaches the shuffles.
+    for (long long base = blockIdx.x * per_block; base < N; base += gridDim.x * per_block) {
+        const long long o = base + threadIdx.x / L;
+        Acc a = Op::init();
+        if (o < N)
+            for (long long s = lane; s < S; s += L) a = Op::comb(a, part[s * N + o]);
+        for (int off = 1; off < L; off <<= 1) a = Op::comb(a, Op::shfl(a, off));
+        if (lane == 0 && o < N) Op::store(a, K, p, flag, out1, out2, o);
     }
 }
 

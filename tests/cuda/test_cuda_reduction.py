@@ -112,6 +112,18 @@ def test_long_reductions(shape: tuple, dim: Any) -> None:
     check(lambda x: gt.count_nonzero(x > 1, dim), a)
 
 
+def test_many_partials_are_merged_by_lanes_of_a_warp() -> None:
+    """74 partials per output (more than the 32 lanes that merge them, not a power of two),
+    three outputs: the finishing pass strides lanes over partials, then shuffles."""
+    a = rand((3, 600000), seed=5)
+    a[1, 599_000] = 9.0
+    a[1, 7] = 9.0  # the first of two maxima, in another split
+    assert _reduction().plan(gt.tensor(a, device="cuda"), (1,)).splits == 74
+    check(lambda x: x.sum(1), a, rtol=1e-4, atol=1e-3)
+    check(lambda x: x.var(1), a, rtol=1e-4)
+    check(lambda x: x.argmax(1), a)
+
+
 def test_split_reduction_keeps_first_extremum_and_first_nan() -> None:
     n = 100000
     a = np.zeros(n, np.float32)

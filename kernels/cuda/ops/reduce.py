@@ -63,6 +63,9 @@ MIN_PER_THREAD = 32  # elements per thread before the reduced index is split ove
 # Blocks a split reduction aims for: enough resident threads to fill a large GPU (132 SMs x 8
 # blocks of 256 threads on an H100/H200); 128 left a full reduction at ~25% of the bandwidth.
 SPLIT_TARGET = 1024
+# The split pass is compiled for 4 resident blocks per SM (at most 64 registers): on an H200 it
+# used 70-114 registers (2-3 blocks) and read 1-14 points of bandwidth slower than with the cap.
+RED_BLOCKS_PER_SM = 4
 CHUNK_ALIGN = 16   # elements: a split's share of a contiguous line starts on a 16-byte boundary
 
 # One module per op family, so each compiles (lazily) only the instantiations it needs.
@@ -80,8 +83,8 @@ _RED_PARAMS = ("const {T}* x, {O}* out1, {O2}* out2, unsigned char* ws, const lo
 _RED_CALL = ("gtr::reduce<{OP}, {T}>(x, out1, out2, ws, meta, N, K, (int)row, (int)P, "
              "(int)lanes, chunk, p, flag)")
 _FIN_PARAMS = ("const unsigned char* ws, {O}* out1, {O2}* out2, long long N, long long S, "
-               "long long K, double p, long long flag")
-_FIN_CALL = "gtr::reduce_finish<{OP}>(ws, out1, out2, N, S, K, p, flag)"
+               "long long K, double p, long long flag, long long lanes")
+_FIN_CALL = "gtr::reduce_finish<{OP}>(ws, out1, out2, N, S, K, p, flag, (int)lanes)"
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,8 @@ def declare(name: str, k: Kernels) -> None:
         v = {"s": SHORT[d], "T": CTYPES[d], "O": CTYPES[k.out(d)], "O2": k.out2(d),
              "M": "gt::complex<double>" if d in COMPLEX_DTYPES else "double"}
         v["OP"] = k.op(CTYPES[d], ACC_CTYPES[d]).format(**v)
-        k.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v])
+        k.src.instantiate(f"red_{name}_{{s}}", _RED_PARAMS, _RED_CALL, [v],
+                          launch_bounds=(BLOCK, RED_BLOCKS_PER_SM))
         k.src.instantiate(f"fin_{name}_{{s}}", _FIN_PARAMS, _FIN_CALL, [v])
 
 
@@ -257,9 +261,9 @@ def _launch_reduce(red: Kernels, kname: str, x: Tensor, pl: ReducePlan, out1: Te
            [xp, out1, out2, ws, meta, int(pl.N), int(pl.K), int(pl.row),
             int(pl.P), int(pl.T), int(pl.chunk), *scalars], SHARED_BYTES)
     if ws is not None:
-        launch(red.src, f"fin_{kname}", grid_for(pl.N, BLOCK), BLOCK,
-               [ws, out1, out2, int(pl.N), int(pl.splits), int(pl.K),
-                *scalars])
+        lanes = min(32, _pow2(pl.splits))  # lanes per output merging its partials
+        launch(red.src, f"fin_{kname}", grid_for(pl.N * lanes, BLOCK), BLOCK,
+               [ws, out1, out2, int(pl.N), int(pl.splits), int(pl.K), *scalars, lanes])
 
 
 # ---- the registered reductions ----------------------------------------------------------------
