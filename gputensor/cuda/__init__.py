@@ -103,7 +103,8 @@ def is_available() -> bool:
 
 def device_count() -> int:
     _ensure()
-    return len(_device.runtimes()) if "cuda" in DRIVERS else 0
+    drv = DRIVERS.get("cuda")  # the "cuda" memory driver: one runtime per device
+    return drv.device_count() if drv is not None else 0
 
 
 def is_initialized() -> bool:
