@@ -128,6 +128,15 @@ def get_num_threads() -> _builtins.int:
 
 # 7. submodules in dependency order ---------------------------------------------------------------
 from gputensor import autograd, backends, cuda, return_types, sparse  # noqa: E402
+from gputensor import amp, cpu  # noqa: E402
+from gputensor.amp.autocast_mode import (  # noqa: E402
+    autocast,
+    clear_autocast_cache,
+    get_autocast_dtype,
+    is_autocast_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+)
 from gputensor import accelerator  # noqa: E402
 from gputensor._determinism import (  # noqa: E402
     are_deterministic_algorithms_enabled,
@@ -172,9 +181,16 @@ _HANDWRITTEN = [
     "newaxis", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
+    "amp", "cpu", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
+    "set_autocast_dtype", "clear_autocast_cache",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))
+# torch.exp_(x)-style in-place functions and the *_copy variants of the views.
+from gputensor._function_forms import function_forms as _function_forms  # noqa: E402
+
+globals().update(_function_forms())
+_HANDWRITTEN += list(_function_forms())
 # Computed like the seed's _VariableFunctions loop: hand-written names plus every public op.
 __all__ = sorted(set(_HANDWRITTEN) | set(_public_ops()))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 from gputensor.kernels.registry import OPS, TENSOR_METHODS
 
 from . import (  # noqa: F401  (imported for their declarations)
@@ -124,6 +125,7 @@ def _install_operators() -> None:
 
 
 _declare_aliases()
+_autocast.wrap_ops(OPS)  # before the methods and operators take the frontends
 _install_methods()
 _install_operators()
 

@@ -134,7 +134,7 @@ from gputensor.kernels.cuda import cast as _cast  # noqa: E402,F401  (declares c
 from gputensor.kernels.cuda import errors as _errors  # noqa: E402
 from gputensor.kernels.cuda import storage_driver as _storage_driver  # noqa: E402
 
-from . import memory, random, sparse, streams  # noqa: E402,F401  (sparse: gt.cuda.sparse)
+from . import amp, memory, random, sparse, streams  # noqa: E402,F401  (sparse: gt.cuda.sparse)
 from .devices import (  # noqa: E402
     _CudaDeviceProperties,
     current_device,
@@ -186,7 +186,7 @@ from .streams import (  # noqa: E402
 )
 
 __all__ = [
-    "CudaKernel", "CudaModule", "compile_kernel", "load_inline",
+    "CudaKernel", "CudaModule", "compile_kernel", "load_inline", "amp",
     "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",

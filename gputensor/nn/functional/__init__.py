@@ -7,8 +7,12 @@ family is a new file plus one star-import line here.
 from ._activation import *  # noqa: F403
 from ._attention import *  # noqa: F403
 from ._conv import *  # noqa: F403
+from ._ctc import *  # noqa: F403
 from ._distance import *  # noqa: F403
 from ._dropout import *  # noqa: F403
+from ._embedding_bag import *  # noqa: F403
+from ._fold import *  # noqa: F403
+from ._interpolate import *  # noqa: F403
 from ._linear import *  # noqa: F403
 from ._loss import *  # noqa: F403
 from ._norm import *  # noqa: F403

@@ -12,6 +12,7 @@ from typing import Any
 
 import gputensor as gt
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 
 # SELU's constants (Klambauer et al., 2017), as PyTorch uses them.
 _SELU_ALPHA = 1.6732632423543772848170429916717
@@ -21,7 +22,7 @@ __all__ = ["relu", "relu_", "hardtanh", "hardtanh_", "relu6", "leaky_relu", "lea
            "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "sigmoid", "tanh",
            "softplus", "logsigmoid", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
            "threshold", "threshold_", "hardshrink", "softshrink", "glu", "prelu", "softmax",
-           "log_softmax", "softmin"]
+           "log_softmax", "softmin", "gumbel_softmax"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -236,3 +237,22 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
     if dtype is not None:
         input = input.to(dtype)
     return gt.softmax(-input, dim)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
+                   dim: int = -1) -> Tensor:
+    """Samples of the Gumbel-softmax distribution over ``dim``: softmax((logits + g) / tau)
+    with g = -log(Exponential(1)) noise (PyTorch's draw, from the default generator). With
+    ``hard``, the one-hot of the argmax in the forward pass and the soft sample's gradient
+    (the straight-through estimator). ``eps`` is unused, as in PyTorch (deprecated there)."""
+    gumbels = -gt.empty_like(logits, memory_format=gt.contiguous_format).exponential_().log()
+    y_soft = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y_soft
+    index = y_soft.max(dim, keepdim=True)[1]
+    y_hard = gt.zeros_like(logits, memory_format=gt.contiguous_format).scatter_(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
+# Autocast policies (gputensor/amp/autocast_mode.py's tables).
+_autocast.apply(globals(), ("softplus", "softmin", "prelu"))

@@ -13,6 +13,7 @@ import warnings
 
 import gputensor as gt
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 from gputensor.nn import functional as F
 from gputensor.nn.functional._dropout import dropout as _dropout
 
@@ -365,3 +366,7 @@ def _static(t: Tensor, name: str, bsz: int, num_heads: int, head_dim: int) -> Te
         raise AssertionError(f"expecting {name} of shape ({bsz * num_heads}, S, {head_dim}), "
                              f"but got {tuple(t.shape)}")
     return t.view(bsz, num_heads, t.shape[1], head_dim)
+
+
+# Autocast policies (gputensor/amp/autocast_mode.py's tables).
+_autocast.apply(globals(), ("scaled_dot_product_attention",))

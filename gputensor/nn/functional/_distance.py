@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gputensor as gt
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 
 __all__ = ["pairwise_distance", "cosine_similarity", "normalize"]
 
@@ -33,3 +34,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     if out is None:
         return input / denom
     return gt.div(input, denom, out=out)
+
+
+# Autocast policies (gputensor/amp/autocast_mode.py's tables).
+_autocast.apply(globals(), ("cosine_similarity",))

@@ -16,6 +16,7 @@ import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 
 __all__ = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div",
@@ -254,6 +255,13 @@ def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = 
     """``-(t * log(x) + (1 - t) * log(1 - x))`` of probabilities ``input``, each log clamped
     at -100 (as PyTorch does), optionally weighted (``weight`` broadcasts to the target)."""
     reduction = _reduction(size_average, reduce, reduction)
+    if input.device.type == "cuda" and _autocast.is_autocast_enabled("cuda"):
+        raise RuntimeError(
+            "torch.nn.functional.binary_cross_entropy and torch.nn.BCELoss are unsafe to "
+            "autocast.\nMany models use a sigmoid layer right before the binary cross entropy "
+            "layer.\nIn this case, combine the two layers using "
+            "torch.nn.functional.binary_cross_entropy_with_logits\nor torch.nn.BCEWithLogitsLoss."
+            "  binary_cross_entropy_with_logits and BCEWithLogits are\nsafe to autocast.")
     if target.shape != input.shape:
         raise ValueError(f"Using a target size ({target.size()}) that is different to the input "
                          f"size ({input.size()}) is deprecated. Please ensure they have the same "
@@ -492,3 +500,7 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full: 
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
     return _reduce(loss, reduction)
+
+
+# Autocast policies (gputensor/amp/autocast_mode.py's tables).
+_autocast.apply(globals(), tuple(n for n in __all__ if n != "binary_cross_entropy"))

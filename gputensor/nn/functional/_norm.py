@@ -14,8 +14,9 @@ from collections.abc import Sequence
 import gputensor as gt
 from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
+from gputensor.amp import autocast_mode as _autocast
 
-__all__ = ["batch_norm", "layer_norm", "group_norm", "rms_norm"]
+__all__ = ["batch_norm", "instance_norm", "layer_norm", "group_norm", "rms_norm"]
 
 
 def _affine(input: Tensor, weight: Tensor | None, bias: Tensor | None,
@@ -85,6 +86,42 @@ def _batch_norm_eval(input: Tensor, running_mean: Tensor, running_var: Tensor,
     return nn_ops._scale_shift(input, scale.to(dt).reshape(shape), shift.to(dt).reshape(shape))
 
 
+def instance_norm(input: Tensor, running_mean: Tensor | None = None,
+                  running_var: Tensor | None = None, weight: Tensor | None = None,
+                  bias: Tensor | None = None, use_input_stats: bool = True,
+                  momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Normalise each (sample, channel) plane over its spatial dims: PyTorch's formulation,
+    batch norm of the input viewed as one sample with N*C channels, whose per-channel
+    parameters and running statistics are repeated N times (the running statistics then
+    take the mean of the N updated copies)."""
+    if input.dim() < 3:
+        raise ValueError(f"instance_norm: expected at least 3D input (got {input.dim()}D "
+                         f"input)")
+    n, c = input.shape[0], input.shape[1]
+    if use_input_stats:
+        spatial = math.prod(input.shape[2:])
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                             f"size {list(input.shape)}")
+    for t, name in ((running_mean, "running_mean"), (running_var, "running_var"),
+                    (weight, "weight"), (bias, "bias")):
+        _check_channel_vector(t, name, c)
+    flat = input.contiguous().reshape(1, n * c, *input.shape[2:])
+
+    def repeated(t: Tensor | None) -> Tensor | None:
+        return None if t is None else t.repeat(n)
+
+    mean_rep, var_rep = repeated(running_mean), repeated(running_var)
+    out = batch_norm(flat, mean_rep, var_rep, repeated(weight), repeated(bias),
+                     use_input_stats, momentum, eps)
+    with gt.no_grad():
+        if running_mean is not None and use_input_stats:
+            running_mean.copy_(mean_rep.reshape(n, c).mean(0))
+        if running_var is not None and use_input_stats:
+            running_var.copy_(var_rep.reshape(n, c).mean(0))
+    return out.reshape(input.shape)
+
+
 def _normalized_shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
     if isinstance(normalized_shape, int):
         return (normalized_shape,)
@@ -149,3 +186,7 @@ def rms_norm(input: Tensor, normalized_shape: Sequence[int], weight: Tensor | No
     dims = tuple(range(input.dim() - len(shape), input.dim()))
     out = input * gt.rsqrt((input * input).mean(dims, keepdim=True) + eps)
     return out if weight is None else out * weight
+
+
+# Autocast policies (gputensor/amp/autocast_mode.py's tables).
+_autocast.apply(globals(), ("layer_norm", "group_norm"))

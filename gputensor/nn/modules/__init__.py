@@ -9,9 +9,13 @@ from .attention import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
 from .conv import *  # noqa: F403
+from .ctc import *  # noqa: F403
 from .distance import *  # noqa: F403
 from .dropout import *  # noqa: F403
+from .embedding_bag import *  # noqa: F403
 from .flatten import *  # noqa: F403
+from .fold import *  # noqa: F403
+from .instancenorm import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
@@ -21,5 +25,7 @@ from .pixelshuffle import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .upsampling import *  # noqa: F403
 
 __all__ = sorted(name for name in dir() if name[:1].isupper())
