@@ -151,6 +151,7 @@ from gputensor.sparse import sparse_coo_tensor  # noqa: E402
 from gputensor import serialization  # noqa: E402
 from gputensor.serialization import load, save  # noqa: E402
 from gputensor import nn, optim, utils  # noqa: E402
+from gputensor.nn.modules.module import typename  # noqa: E402
 from gputensor import datasets  # noqa: E402
 from gputensor import profiler  # noqa: E402
 from gputensor import library  # noqa: E402
@@ -182,7 +183,7 @@ _HANDWRITTEN = [
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     "amp", "cpu", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
-    "set_autocast_dtype", "clear_autocast_cache",
+    "set_autocast_dtype", "clear_autocast_cache", "typename",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

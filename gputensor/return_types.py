@@ -8,6 +8,8 @@ aminmax = namedtuple("aminmax", ["min", "max"])
 sort = namedtuple("sort", ["values", "indices"])
 topk = namedtuple("topk", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
+median = namedtuple("median", ["values", "indices"])
+nanmedian = namedtuple("nanmedian", ["values", "indices"])
 
-for _t in (max, min, aminmax, sort, topk, kthvalue):
+for _t in (max, min, aminmax, sort, topk, kthvalue, median, nanmedian):
     _t.__module__ = "gputensor.return_types"

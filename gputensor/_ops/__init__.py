@@ -15,6 +15,7 @@ from gputensor.amp import autocast_mode as _autocast
 from gputensor.kernels.registry import OPS, TENSOR_METHODS
 
 from . import (  # noqa: F401  (imported for their declarations)
+    arrangement,
     composite,
     conv,
     copying,
@@ -28,6 +29,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     scatter,
     shape,
     sort,
+    statistics,
     views,
 )
 
