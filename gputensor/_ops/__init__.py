@@ -16,6 +16,7 @@ from gputensor.kernels.registry import OPS, TENSOR_METHODS
 
 from . import (  # noqa: F401  (imported for their declarations)
     arrangement,
+    complex_views,
     composite,
     conv,
     copying,
