@@ -22,7 +22,7 @@ __all__ = ["relu", "relu_", "hardtanh", "hardtanh_", "relu6", "leaky_relu", "lea
            "elu_", "selu", "selu_", "celu", "celu_", "gelu", "silu", "mish", "sigmoid", "tanh",
            "softplus", "logsigmoid", "hardsigmoid", "hardswish", "softsign", "tanhshrink",
            "threshold", "threshold_", "hardshrink", "softshrink", "glu", "prelu", "softmax",
-           "log_softmax", "softmin", "gumbel_softmax"]
+           "log_softmax", "softmin", "gumbel_softmax", "rrelu", "rrelu_"]
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
@@ -252,6 +252,22 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
     index = y_soft.max(dim, keepdim=True)[1]
     y_hard = gt.zeros_like(logits, memory_format=gt.contiguous_format).scatter_(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs times a slope drawn uniformly from
+    [lower, upper] per element when training, times (lower + upper) / 2 otherwise."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    slope = gt.empty_like(input).uniform_(lower, upper)
+    scale = gt.where(input >= 0, gt.ones_like(input), slope)
+    return input.mul_(scale) if inplace else input * scale
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
 
 
 # Autocast policies (gputensor/amp/autocast_mode.py's tables).

@@ -7,7 +7,7 @@ import gputensor as gt
 from gputensor._tensor import Tensor
 from gputensor.amp import autocast_mode as _autocast
 
-__all__ = ["pairwise_distance", "cosine_similarity", "normalize"]
+__all__ = ["pairwise_distance", "cosine_similarity", "normalize", "pdist"]
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
@@ -34,6 +34,17 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,
     if out is None:
         return input / denom
     return gt.div(input, denom, out=out)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:
+    """The p-norm distances between every pair of rows of an (N, M) input, in the order of
+    the upper triangle (i < j), N * (N - 1) / 2 of them."""
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = gt.triu_indices(input.shape[0], input.shape[0], 1, device=input.device)
+    return gt.norm(input[i] - input[j], p, dim=1)
 
 
 # Autocast policies (gputensor/amp/autocast_mode.py's tables).

@@ -8,13 +8,15 @@ dropout draws one mask entry per (sample, channel) and broadcasts it over the sp
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import gputensor as gt
 from gputensor._ops import nn as nn_ops
 from gputensor._tensor import Tensor
 
-__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
+__all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout"]
 
 
 def _check_p(p: float) -> None:
@@ -109,3 +111,38 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
     if ndim == 4:
         return _unbatched(input, p, training, inplace)
     return _feature_dropout(input, p, training, inplace)
+
+
+_SELU_ALPHA = 1.7580993408473766  # -scale * alpha of SELU: where SELU saturates
+
+
+def _alpha(input: Tensor, p: float, training: bool, inplace: bool, feature: bool) -> Tensor:
+    """Dropout that keeps SELU's self-normalisation: dropped values go to SELU's negative
+    saturation, and an affine transform restores the mean and variance (PyTorch's formula)."""
+    _check_p(p)
+    if not training or p == 0 or input.numel() == 0:
+        return input
+    if p == 1:
+        return input.mul_(0.0) if inplace else input * 0.0
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if feature else tuple(input.shape)
+    keep = gt.empty(shape, dtype=input.dtype, device=input.device).bernoulli_(1.0 - p)
+    a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
+    b = (keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
+    if inplace:
+        return input.mul_(keep * a).add_(b)
+    return input * (keep * a) + b
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """Alpha dropout (for SELU networks) of each element; off unless ``training``."""
+    return _alpha(input, p, training, inplace, feature=False)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """Alpha dropout of whole channels (one draw per (N, C)); off unless ``training``."""
+    return _alpha(input, p, training, inplace, feature=True)
+

@@ -15,7 +15,7 @@ from .module import Module
 __all__ = ["ReLU", "SELU", "SiLU", "Mish", "Hardsigmoid", "Hardswish", "Sigmoid", "Tanh",
            "LogSigmoid", "Softsign", "Tanhshrink", "Hardtanh", "ReLU6", "LeakyReLU", "ELU",
            "CELU", "GELU", "Softplus", "Threshold", "Hardshrink", "Softshrink", "GLU", "Softmax",
-           "LogSoftmax", "Softmin", "PReLU"]
+           "LogSoftmax", "Softmin", "PReLU", "RReLU", "Softmax2d"]
 
 
 def _inplace_suffix(inplace: bool, first: bool = False) -> str:
@@ -278,3 +278,32 @@ class PReLU(Module):
 
     def extra_repr(self) -> str:
         return f"num_parameters={self.num_parameters}"
+
+
+class RReLU(Module):
+    """Randomized leaky ReLU: a random slope in [lower, upper] for negative inputs while
+    training, their mean in eval mode."""
+
+    __constants__ = ["lower", "upper", "inplace"]
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3,
+                 inplace: bool = False) -> None:
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{_inplace_suffix(self.inplace)}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3)
+

@@ -16,12 +16,11 @@ from .normalization import add_affine_parameters, reset_affine_parameters
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
-class _BatchNorm(Module):
-    """Shared state and forward of the BatchNorm layers.
-
-    Buffers: ``running_mean``, ``running_var``, ``num_batches_tracked`` (PyTorch's
-    state_dict names). ``momentum=None`` makes the running statistics a cumulative average.
-    """
+class _NormBase(Module):
+    """State shared by the batch and instance norms (PyTorch's ``_NormBase``): affine
+    parameters and the buffers ``running_mean``, ``running_var``, ``num_batches_tracked``
+    (PyTorch's state_dict names). ``momentum=None`` makes the running statistics a cumulative
+    average."""
 
     _version = 2   # version 2 added num_batches_tracked (older checkpoints lack it)
     _expected_dims: tuple[int, ...] = ()
@@ -64,20 +63,6 @@ class _BatchNorm(Module):
             want = " or ".join(f"{d}D" for d in self._expected_dims)
             raise ValueError(f"expected {want} input (got {input.dim()}D input)")
 
-    def forward(self, input: Tensor) -> Tensor:
-        self._check_input_dim(input)
-        factor = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked.add_(1)
-            if self.momentum is None:   # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked)
-        # Without running statistics, eval mode normalises with the batch's own statistics.
-        use_batch = self.training or (self.running_mean is None and self.running_var is None)
-        track = not self.training or self.track_running_stats
-        return batch_norm(input, self.running_mean if track else None,
-                          self.running_var if track else None, self.weight, self.bias,
-                          use_batch, factor, self.eps)
-
     def _load_from_state_dict(self, state_dict: Mapping[str, Any], prefix: str,
                               local_metadata: dict, strict: bool, missing_keys: list[str],
                               unexpected_keys: list[str], error_msgs: list[str]) -> None:
@@ -95,6 +80,25 @@ class _BatchNorm(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """The BatchNorm layers' forward: batch statistics while training (updating the running
+    ones), the running statistics in eval mode."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:   # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked)
+        # Without running statistics, eval mode normalises with the batch's own statistics.
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        track = not self.training or self.track_running_stats
+        return batch_norm(input, self.running_mean if track else None,
+                          self.running_var if track else None, self.weight, self.bias,
+                          use_batch, factor, self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

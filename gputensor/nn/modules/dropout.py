@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from gputensor._tensor import Tensor
-from gputensor.nn.functional._dropout import dropout, dropout1d, dropout2d, dropout3d
+from gputensor.nn.functional._dropout import (
+    alpha_dropout,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    feature_alpha_dropout,
+)
 
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -50,3 +58,18 @@ class Dropout3d(_DropoutNd):
 
     def forward(self, input: Tensor) -> Tensor:
         return dropout3d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Alpha dropout for SELU networks: keeps zero mean and unit variance."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return feature_alpha_dropout(input, self.p, self.training, self.inplace)
+

@@ -13,12 +13,12 @@ from typing import Any
 from gputensor._tensor import Tensor
 from gputensor.nn.functional._norm import instance_norm
 
-from .batchnorm import _BatchNorm
+from .batchnorm import _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     """Shared state (that of batch norm, PyTorch's state_dict names) and forward."""
 
     _batched_dims = 3

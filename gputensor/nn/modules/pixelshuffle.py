@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from gputensor._tensor import Tensor
-from gputensor.nn.functional._vision import pixel_shuffle, pixel_unshuffle
+from gputensor.nn.functional._vision import channel_shuffle, pixel_shuffle, pixel_unshuffle
 
 from .module import Module
 
-__all__ = ["PixelShuffle", "PixelUnshuffle"]
+__all__ = ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle"]
 
 
 class PixelShuffle(Module):
@@ -40,3 +40,20 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Regroup the channels of (N, C, *) inputs: (groups, C/groups) -> (C/groups, groups)."""
+
+    __constants__ = ["groups"]
+
+    def __init__(self, groups: int) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input: Tensor) -> Tensor:
+        return channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+

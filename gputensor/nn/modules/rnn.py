@@ -5,6 +5,10 @@ torch.nn, so a torch state_dict loads as is. A layer runs one direction at a tim
 projections of every time step are one matrix product, then a Python loop over time does one
 ``addmm`` for the hidden projection plus the gate math. Everything is composed of
 differentiable ops, so backward (through time) comes from the autograd engine.
+
+The layers also take a ``PackedSequence`` (gputensor.nn.utils.rnn): each step then runs only the
+sequences still active at that step, so a finished sequence's state stops updating, and the
+output comes back packed with the final states in the caller's batch order.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gputensor as gt
@@ -19,12 +24,15 @@ from gputensor._tensor import Tensor
 from gputensor.nn import init
 from gputensor.nn.functional._dropout import dropout as _dropout
 from gputensor.nn.parameter import Parameter
+from gputensor.nn.utils.rnn import PackedSequence
 
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+# One time step of a layer: (input-side gates x_t, h, c) -> (h', c'); c is None except for LSTM.
+_Step = Callable[[Tensor, Tensor, "Tensor | None"], "tuple[Tensor, Tensor | None]"]
 
 
 # -- one time step (shared by the layers and the cells) ------------------------------------------
@@ -201,65 +209,184 @@ class RNNBase(Module):
         return (n, batch, real_hidden), (n, batch, self.hidden_size)
 
     # -- the layer loop ----------------------------------------------------------------------
+    def _direction_cell(self, layer: int, direction: int
+                        ) -> tuple[Callable[[Tensor], Tensor], _Step]:
+        """(project, step) for one layer and direction: ``project`` maps a (..., in) input to
+        its input-side gate pre-activations in one gemm; ``step(xg_t, h, c)`` advances the
+        state (h, c) by one time step (c is None except for LSTM)."""
+        w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_params(layer, direction)
+        w_hh_t = w_hh.t()
+        if self.mode == "GRU":
+            hs = self.hidden_size
+
+            def gru(xt: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, None]:
+                x_rz, x_n = xt.split([2 * hs, hs], 1)
+                return _gru_step(x_rz, x_n, h, w_hh_t, b_hh), None
+
+            return (lambda x: _project(x, w_ih, b_ih)), gru
+        bias = _sum_bias(b_ih, b_hh)
+
+        def project(x: Tensor) -> Tensor:
+            return _project(x, w_ih, bias)
+
+        if self.mode == "LSTM":
+            w_hr_t = None if w_hr is None else w_hr.t()
+
+            def lstm(xt: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, Tensor]:
+                return _lstm_step(xt, h, c, w_hh_t, w_hr_t)
+
+            return project, lstm
+        relu = self.mode == "RNN_RELU"
+
+        def rnn(xt: Tensor, h: Tensor, c: Tensor | None) -> tuple[Tensor, None]:
+            return _rnn_step(xt, h, w_hh_t, relu), None
+
+        return project, rnn
+
     def _run_direction(self, x: Tensor, layer: int, direction: int, h: Tensor,
                        c: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         """Run one direction of one layer over a (L, B, in) input; returns
         (outputs (L, B, H_out), h_T, c_T)."""
-        w_ih, w_hh, b_ih, b_hh, w_hr = self._direction_params(layer, direction)
-        w_hh_t = w_hh.t()
+        project, step = self._direction_cell(layer, direction)
+        xs = project(x).unbind(0)
+        if direction == 1:
+            xs = xs[::-1]
         outs: list[Tensor] = []
-        if self.mode == "GRU":
-            xg = _project(x, w_ih, b_ih)
-            hs = self.hidden_size
-            x_rz, x_n = xg.split([2 * hs, hs], 2)
-            steps = list(zip(x_rz.unbind(0), x_n.unbind(0), strict=True))
-            if direction == 1:
-                steps.reverse()
-            for xrz_t, xn_t in steps:
-                h = _gru_step(xrz_t, xn_t, h, w_hh_t, b_hh)
-                outs.append(h)
-        else:
-            xs = _project(x, w_ih, _sum_bias(b_ih, b_hh)).unbind(0)
-            if direction == 1:
-                xs = xs[::-1]
-            if self.mode == "LSTM":
-                w_hr_t = None if w_hr is None else w_hr.t()
-                for xt in xs:
-                    h, c = _lstm_step(xt, h, c, w_hh_t, w_hr_t)
-                    outs.append(h)
-            else:
-                relu = self.mode == "RNN_RELU"
-                for xt in xs:
-                    h = _rnn_step(xt, h, w_hh_t, relu)
-                    outs.append(h)
+        for xt in xs:
+            h, c = step(xt, h, c)
+            outs.append(h)
         if direction == 1:
             outs.reverse()
         return gt.stack(outs, 0), h, c
 
-    def _run(self, x: Tensor, hx: Tensor, cx: Tensor | None
-             ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """All layers over a time-major (L, B, in) input with (layers*dirs, B, H) states."""
+    def _run_direction_packed(self, data: Tensor, batch_sizes: list[int], layer: int,
+                              direction: int, h0: Tensor, c0: Tensor | None
+                              ) -> tuple[Tensor, Tensor, Tensor | None]:
+        """Run one direction of one layer over packed (N, in) data; returns (packed outputs
+        (N, H_out), h_n, c_n) with the final states taken at each sequence's own last step.
+
+        Sequences are sorted by decreasing length, so the ones still running at step t are the
+        first ``batch_sizes[t]`` rows of the state. Forward in time, rows that finish are set
+        aside as the batch shrinks; in reverse, the pass starts from the shortest batch and the
+        initial states of longer sequences join as it grows, so each sequence starts at its
+        own last element.
+        """
+        project, step = self._direction_cell(layer, direction)
+        xg = project(data)
+        outs: list[Tensor] = []
+        h, c = h0, c0
+        if direction == 0:
+            done_h: list[Tensor] = []
+            done_c: list[Tensor] = []
+            offset, last = 0, batch_sizes[0]
+            for b in batch_sizes:
+                if b < last:
+                    done_h.append(h.narrow(0, b, last - b))
+                    h = h.narrow(0, 0, b)
+                    if c is not None:
+                        done_c.append(c.narrow(0, b, last - b))
+                        c = c.narrow(0, 0, b)
+                h, c = step(xg.narrow(0, offset, b), h, c)
+                outs.append(h)
+                offset, last = offset + b, b
+            h_n = gt.cat([h, *done_h[::-1]], 0) if done_h else h
+            c_n = None if c is None else (gt.cat([c, *done_c[::-1]], 0) if done_c else c)
+            return gt.cat(outs, 0), h_n, c_n
+        last = batch_sizes[-1]
+        h = h0.narrow(0, 0, last)
+        c = None if c0 is None else c0.narrow(0, 0, last)
+        offset = data.shape[0]
+        for b in reversed(batch_sizes):
+            if b > last:
+                h = gt.cat([h, h0.narrow(0, last, b - last)], 0)
+                if c is not None:
+                    c = gt.cat([c, c0.narrow(0, last, b - last)], 0)
+            offset -= b
+            h, c = step(xg.narrow(0, offset, b), h, c)
+            outs.append(h)
+            last = b
+        outs.reverse()
+        return gt.cat(outs, 0), h, c
+
+    def _run(self, x: Tensor, hx: Tensor, cx: Tensor | None,
+             batch_sizes: list[int] | None = None) -> tuple[Tensor, Tensor, Tensor | None]:
+        """All layers over a time-major (L, B, in) input, or over packed (N, in) data when
+        ``batch_sizes`` is given, with (layers*dirs, B, H) states."""
         dirs = 2 if self.bidirectional else 1
         h0s = hx.unbind(0)
         c0s = cx.unbind(0) if cx is not None else None
         h_n: list[Tensor] = []
         c_n: list[Tensor] = []
+        feature_dim = 2 if batch_sizes is None else 1
         for layer in range(self.num_layers):
             outs = []
             for direction in range(dirs):
                 idx = layer * dirs + direction
-                out, h, c = self._run_direction(x, layer, direction, h0s[idx],
-                                                None if c0s is None else c0s[idx])
+                c0 = None if c0s is None else c0s[idx]
+                if batch_sizes is None:
+                    out, h, c = self._run_direction(x, layer, direction, h0s[idx], c0)
+                else:
+                    out, h, c = self._run_direction_packed(x, batch_sizes, layer, direction,
+                                                           h0s[idx], c0)
                 outs.append(out)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
-            x = outs[0] if dirs == 1 else gt.cat(outs, 2)
+            x = outs[0] if dirs == 1 else gt.cat(outs, feature_dim)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 x = _dropout(x, self.dropout, True)
         return x, gt.stack(h_n, 0), (gt.stack(c_n, 0) if c_n else None)
 
-    def _forward(self, input: Tensor, hx: Any) -> tuple[Tensor, Any]:
+    def _forward_packed(self, input: PackedSequence, hx: Any
+                        ) -> tuple[PackedSequence, Any]:
+        """Run over a PackedSequence: states are given and returned in the caller's batch
+        order, and permuted into the packed (length-sorted) order in between."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        name = type(self).__name__
+        w = getattr(self, self._flat_weights_names[0])
+        if not isinstance(data, Tensor):
+            raise TypeError(f"{name}: input must be a Tensor, got {type(data).__name__}")
+        if data.dtype != w.dtype:
+            raise ValueError(f"input must have the type {w.dtype}, got type {data.dtype}")
+        if data.dim() != 2:
+            raise RuntimeError(f"input must have 2 dimensions, got {data.dim()}")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        if data.device != w.device:
+            raise RuntimeError(f"{name}: input is on {data.device} but the weights are on "
+                               f"{w.device}")
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        if not sizes:
+            raise RuntimeError(f"{name}: Expected sequence length to be larger than 0")
+        is_lstm = self.mode == "LSTM"
+        h_shape, c_shape = self._hidden_shapes(sizes[0])
+        cx = None
+        if hx is None:
+            hx = gt.zeros(h_shape, dtype=data.dtype, device=data.device)
+            if is_lstm:
+                cx = gt.zeros(c_shape, dtype=data.dtype, device=data.device)
+        else:
+            if is_lstm:
+                if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+                    raise TypeError("LSTM: hx must be a tuple (h_0, c_0) of tensors")
+                hx, cx = hx
+            if sorted_indices is not None:
+                hx = hx.index_select(1, sorted_indices)
+                cx = None if cx is None else cx.index_select(1, sorted_indices)
+            self._check_hidden(hx, h_shape, "hidden[0]" if is_lstm else "hidden")
+            if is_lstm:
+                self._check_hidden(cx, c_shape, "hidden[1]")
+        out, h_n, c_n = self._run(data, hx, cx, sizes)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = None if c_n is None else c_n.index_select(1, unsorted_indices)
+        packed = PackedSequence(out, batch_sizes, sorted_indices, unsorted_indices)
+        return packed, ((h_n, c_n) if is_lstm else h_n)
+
+    def _forward(self, input: Tensor | PackedSequence, hx: Any) -> tuple[Any, Any]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         name = type(self).__name__
         batched = self._check_input(input)
         is_lstm = self.mode == "LSTM"
@@ -306,7 +433,7 @@ class RNNBase(Module):
             out = out.transpose(0, 1)
         return out, ((h_n, c_n) if is_lstm else h_n)
 
-    def forward(self, input: Tensor, hx: Any = None) -> tuple[Tensor, Any]:
+    def forward(self, input: Tensor | PackedSequence, hx: Any = None) -> tuple[Any, Any]:
         return self._forward(input, hx)
 
     def extra_repr(self) -> str:
@@ -348,7 +475,8 @@ class RNN(RNNBase):
         super().__init__(modes[nonlinearity], *args, **kwargs)
         self.nonlinearity = nonlinearity
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None
+                ) -> tuple[Tensor | PackedSequence, Tensor]:
         return self._forward(input, hx)
 
 
@@ -363,8 +491,8 @@ class LSTM(RNNBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__("LSTM", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: tuple[Tensor, Tensor] | None = None
-                ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+    def forward(self, input: Tensor | PackedSequence, hx: tuple[Tensor, Tensor] | None = None
+                ) -> tuple[Tensor | PackedSequence, tuple[Tensor, Tensor]]:
         return self._forward(input, hx)
 
 
@@ -381,7 +509,8 @@ class GRU(RNNBase):
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         super().__init__("GRU", *args, **kwargs)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    def forward(self, input: Tensor | PackedSequence, hx: Tensor | None = None
+                ) -> tuple[Tensor | PackedSequence, Tensor]:
         return self._forward(input, hx)
 
 
