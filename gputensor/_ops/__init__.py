@@ -31,6 +31,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     shape,
     sort,
     statistics,
+    tensor_extras,
     views,
 )
 

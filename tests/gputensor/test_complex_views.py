@@ -78,6 +78,6 @@ def test_errors_like_torch(device) -> None:
     with pytest.raises(RuntimeError, match="storage_offset divisible by 2"):
         gt.view_as_complex(gt.ones(5, device=device)[1:].reshape(2, 2))
     with pytest.raises(RuntimeError, match="non-complex dtypes"):
-        gt.ones(2, device=device).imag
+        _ = gt.ones(2, device=device).imag
     with pytest.raises(RuntimeError, match="Expected object of scalar type"):
         gt.complex(gt.ones(1, device=device), gt.ones(1, dtype=gt.float64, device=device))
