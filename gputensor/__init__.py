@@ -190,12 +190,14 @@ _HANDWRITTEN += list(_types_in("gputensor"))
 # torch.exp_(x)-style in-place functions and the *_copy variants of the views.
 from gputensor._function_forms import function_forms as _function_forms  # noqa: E402
 
-globals().update(_function_forms())
-_HANDWRITTEN += list(_function_forms())
+_forms = {k: v for k, v in _function_forms().items() if k not in globals()}  # ops win
+globals().update(_forms)
+_HANDWRITTEN += list(_forms)
 # torch.* spellings of nn functions with PyTorch's native signatures (torch.batch_norm, ...).
 from gputensor._torch_functional import FUNCTIONS as _torch_functions  # noqa: E402
 
-globals().update({k: v for k, v in _torch_functions.items() if k not in globals()})
+_torch_functions = {k: v for k, v in _torch_functions.items() if k not in globals()}
+globals().update(_torch_functions)
 _HANDWRITTEN += list(_torch_functions)
 # Computed like the seed's _VariableFunctions loop: hand-written names plus every public op.
 __all__ = sorted(set(_HANDWRITTEN) | set(_public_ops()))

@@ -27,7 +27,9 @@ def _ops(lib, x, w, y):
             "layer_norm": f.layer_norm(y, (3,)), "add": y + x[:, :3], "relu": y.relu(),
             "cat": lib.cat([y, x[:, :3]]), "cdist": lib.cdist(y, y),
             "addcmul": lib.addcmul(x[:, :3], y, y), "double_mm": lib.mm(x.double(),
-                                                                       w.t().double())}
+                                                                       w.t().double()),
+            # F.conv2d reached through nn.functional's own import of the op
+            "conv2d": f.conv2d(x.reshape(1, 1, 4, 5), w[:1, :4].reshape(1, 1, 2, 2))}
 
 
 def test_cpu_autocast_gives_torch_s_dtypes() -> None:

@@ -27,6 +27,7 @@ costs one check of a module-level counter.
 from __future__ import annotations
 
 import functools
+import sys
 import threading
 import warnings
 from collections.abc import Callable
@@ -222,10 +223,17 @@ def apply(namespace: dict[str, Any], names: tuple[str, ...]) -> None:
 def wrap_ops(ops: dict[str, Any]) -> None:
     """Give the op-registry frontends in the tables their policy (before the namespace and
     Tensor methods take the frontends)."""
-    for name in {n for table in TABLES.values() for n in table}:
+    for name in sorted({n for table in TABLES.values() for n in table}):
         op = ops.get(name)
-        if op is not None and op.frontend is not None:
-            op.frontend = autocasting(name)(op.frontend)
+        if op is None or op.frontend is None:
+            continue
+        original = op.frontend
+        op.frontend = autocasting(name)(original)
+        # The module that declared the op hands out the wrapped frontend too (nn.functional
+        # imports some ops from there: F.conv2d must be gt.conv2d, autocast included).
+        module = sys.modules.get(getattr(original, "__module__", ""))
+        if module is not None and getattr(module, name, None) is original:
+            setattr(module, name, op.frontend)
 
 
 # -- the context manager -----------------------------------------------------------------------

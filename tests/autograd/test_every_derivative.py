@@ -560,6 +560,13 @@ def _reshapes(device: str) -> tuple:
             (_uniform(device, 2, 3),))
 
 
+@_sample("view_as_real", "view_as_complex")
+def _complex_views(device: str) -> tuple:
+    # real -> complex -> (times a complex constant) -> real: both views' backwards in one
+    return (lambda x: gt.view_as_real(gt.view_as_complex(x) * (0.5 + 2j)),
+            (_uniform(device, 2, 3, 2),))
+
+
 @_sample("narrow", "select", "diagonal", "diag", "diag_embed", "tril", "triu", "flip")
 def _regions(device: str) -> tuple:
     return (lambda x: (gt.narrow(x, 1, 1, 2), gt.select(x, 1, 2), gt.diagonal(x, 1),

@@ -161,6 +161,7 @@ def test_predicates_and_small_ops(device) -> None:
     with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
         gt.is_nonzero(gt.ones(2))
     assert gt.is_same_size(gt.ones(2, 3), gt.zeros(2, 3)) and not gt.is_conj(ga)
+    assert not gt.is_neg(ga)
     assert gt.resolve_conj(ga) is ga and gt.resolve_neg(ga) is ga
     assert gt.get_device(ga) == (-1 if device == "cpu" else int(device.split(":")[1]))
     assert gt.typename(gt.ones(1)) == "gputensor.FloatTensor"

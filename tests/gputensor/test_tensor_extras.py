@@ -114,6 +114,7 @@ def test_small_arithmetic(device) -> None:
     parts_g = gt.unsafe_split(gt.tensor(A, device=device), 2, 1)
     assert [tuple(p.shape) for p in parts_g] == [tuple(p.shape) for p in parts_t]
     assert len(gt.unsafe_chunk(g2, 3)) == 3
+    assert [p.shape[1] for p in gt.unsafe_split_with_sizes(g2, [1, 3], 1)] == [1, 3]
 
 
 def test_legacy_constructors_and_init_aliases(device) -> None:
