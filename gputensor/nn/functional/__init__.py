@@ -15,7 +15,9 @@ from ._fold import *  # noqa: F403
 from ._interpolate import *  # noqa: F403
 from ._linear import *  # noqa: F403
 from ._loss import *  # noqa: F403
+from ._margin import *  # noqa: F403
 from ._norm import *  # noqa: F403
+from ._pool_extra import *  # noqa: F403
 from ._pooling import *  # noqa: F403
 from ._sparse import *  # noqa: F403
 from ._vision import *  # noqa: F403

@@ -16,12 +16,15 @@ from .embedding_bag import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .fold import *  # noqa: F403
 from .instancenorm import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
+from .margin import *  # noqa: F403
 from .module import *  # noqa: F403
 from .normalization import *  # noqa: F403
 from .padding import *  # noqa: F403
 from .pixelshuffle import *  # noqa: F403
+from .pool_extra import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403

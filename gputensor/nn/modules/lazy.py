@@ -1,0 +1,3 @@
+"""Placeholder: filled in by this slice."""
+
+__all__: list[str] = []
