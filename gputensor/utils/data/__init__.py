@@ -12,6 +12,7 @@ from gputensor.utils.data.dataset import (
     ConcatDataset,
     Dataset,
     IterableDataset,
+    StackDataset,
     Subset,
     TensorDataset,
     random_split,
@@ -28,7 +29,8 @@ from gputensor.utils.data.worker import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
-    "RandomSampler", "Sampler", "SequentialSampler", "Subset", "SubsetRandomSampler",
+    "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler",
     "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
     "get_worker_info", "random_split",
 ]
