@@ -204,52 +204,45 @@ class _LazyConvMixin(LazyModuleMixin):
         self.reset_parameters()
 
 
-class LazyConv1d(_LazyConvMixin, Conv1d):
+class _LazyConv(_LazyConvMixin):
+    """The LazyConv constructors: the conv's, without in_channels."""
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
+                         padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class _LazyConvTranspose(_LazyConvMixin):
+    """The LazyConvTranspose constructors: the transposed conv's, without in_channels."""
+
+    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                         dilation, padding_mode, device, dtype)
+        self._lazy_init(out_channels, bias, device, dtype)
+
+
+class LazyConv1d(_LazyConv, Conv1d):
     cls_to_become = Conv1d
     _dims = 1
 
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
-                         padding_mode, device, dtype)
-        self._lazy_init(out_channels, bias, device, dtype)
 
-
-class LazyConv2d(_LazyConvMixin, Conv2d):
+class LazyConv2d(_LazyConv, Conv2d):
     cls_to_become = Conv2d
 
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False,
-                         padding_mode, device, dtype)
-        self._lazy_init(out_channels, bias, device, dtype)
 
-
-class LazyConvTranspose1d(_LazyConvMixin, ConvTranspose1d):
+class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
     cls_to_become = ConvTranspose1d
     _dims = 1
 
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
-                         dilation, padding_mode, device, dtype)
-        self._lazy_init(out_channels, bias, device, dtype)
 
-
-class LazyConvTranspose2d(_LazyConvMixin, ConvTranspose2d):
+class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     cls_to_become = ConvTranspose2d
-
-    def __init__(self, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True,
-                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
-                 dtype: Any = None) -> None:
-        super().__init__(0, 0, kernel_size, stride, padding, output_padding, groups, False,
-                         dilation, padding_mode, device, dtype)
-        self._lazy_init(out_channels, bias, device, dtype)
 
 
 class _LazyNormMixin(LazyModuleMixin):
