@@ -16,7 +16,7 @@ from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.kernels.registry import BACKENDS
-from gputensor.storage.allocator import driver_for
+from gputensor.storage.allocator import allocator_for, driver_for
 from gputensor.storage.untyped import UntypedStorage
 
 
@@ -42,9 +42,11 @@ def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     if dev is CPU or dev.type == "cpu":
         return empty_cpu(shape, dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    buf = driver_for(dev.type).alloc(nbytes, dev.index)
-    return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, tuple(shape),
-                        contiguous_strides(shape), 0)
+    buf = allocator_for(dev)(nbytes) if dev.index is not None else \
+        driver_for(dev.type).alloc(nbytes, None)
+    shape = tuple(shape)
+    return Tensor._make(UntypedStorage._wrap(buf, dev), dtype, shape,
+                        _STRIDES_CACHE.get(shape) or contiguous_strides(shape), 0)
 
 
 def empty_with_strides(shape: tuple[int, ...], strides: tuple[int, ...], dtype: D.dtype,

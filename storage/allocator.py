@@ -8,7 +8,9 @@ so a device type plugs in by registering one.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -94,6 +96,27 @@ LAZY_INIT: dict[str, Any] = {}
 def register_driver(driver: DeviceDriver) -> None:
     """Register a device type's memory driver; the caller rebuilds the copy table afterwards."""
     DRIVERS[driver.device_type] = driver
+
+
+# (device type, index) -> (its driver, ``nbytes -> buffer`` on that device): the allocation hot
+# path (kernels/allocation.py) resolves the driver and device index once per device, and checks
+# the driver is still the registered one (tests and ``gt.cuda.use_emulator`` swap drivers).
+# Keyed by a tuple, whose hash is C-level, not by the device (a Python ``__hash__``).
+_ALLOCATORS: dict[tuple[str, int], tuple[DeviceDriver, Callable[[int], Any]]] = {}
+
+
+def allocator_for(dev: Any) -> Callable[[int], Any]:
+    """A function allocating ``nbytes`` on device ``dev`` (an interned device): the driver's
+    ``allocator(index)`` when it has one, else its ``alloc`` bound to the index."""
+    key = (dev.type, dev.index)
+    entry = _ALLOCATORS.get(key)
+    if entry is None or DRIVERS.get(key[0]) is not entry[0]:
+        drv = driver_for(dev.type)
+        make = getattr(drv, "allocator", None)
+        fn = make(dev.index) if make is not None else functools.partial(
+            drv.alloc, device_index=dev.index)
+        entry = _ALLOCATORS[key] = (drv, fn)
+    return entry[1]
 
 
 def driver_for(device_type: str) -> DeviceDriver:

@@ -52,8 +52,8 @@ from .runtime import (
     OutOfMemoryError,
     Param,
     check_trans,
-    gemm_extent,
     gemm_op_shape,
+    gemm_span,
     parse_kernels,
     scalar_value,
 )
@@ -431,7 +431,12 @@ class CupyRuntime:
             return NULL
         self._in_pool = True
         try:
-            mem = self.malloc(nbytes)
+            if self._watch.items:
+                self._watch.release_finished()
+            try:  # ``malloc``, inlined: this runs once per tensor
+                mem = self.pool.malloc(nbytes)
+            except self._oom:
+                mem = self._malloc_retry(nbytes)
             address = mem.ptr
             self._table.add(address, nbytes, mem)
             self.stats.block(nbytes, -(-nbytes // _POOL_UNIT) * _POOL_UNIT, +1)
@@ -451,7 +456,11 @@ class CupyRuntime:
             return
         self._in_pool = True
         try:
-            self._free_now(ptr, streams)
+            if streams:
+                self._free_now(ptr, streams)
+            else:  # ``_free_now`` without streams, inlined: this runs once per tensor
+                nbytes = self._table.pop(ptr)[0]
+                self.stats.block(nbytes, -(-nbytes // _POOL_UNIT) * _POOL_UNIT, -1)
         finally:
             self._in_pool = False
             if self._deferred:
@@ -577,6 +586,18 @@ class CupyRuntime:
         # stream=None: CuPy launches on its current stream (the one gt.cuda.stream entered)
         kernel.function(grid, block, cargs, shared_mem=shared_bytes, stream=stream)
 
+    def launcher(self, kernel: CupyKernel, block: int) -> Callable[[int, Sequence[Any]], None]:
+        """``launch`` of one kernel with ``block`` threads on the current stream, without the
+        per-call argument dispatch (the generated elementwise kernels' path)."""
+        function, convert, threads = kernel.function, kernel.convert, (block,)
+        if convert is None:
+            def go(grid: int, args: Sequence[Any]) -> None:
+                function((grid,), threads, _kernel_args(kernel, args), 0, None)
+        else:
+            def go(grid: int, args: Sequence[Any]) -> None:
+                function((grid,), threads, convert(args), 0, None)
+        return go
+
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> Any:
         return self.cp.cuda.Stream(non_blocking=True)  # on the current (this) device
@@ -656,34 +677,54 @@ class CupyRuntime:
              allow_tf32: bool = False) -> None:
         """One cuBLAS ``cublasGemmStridedBatchedEx`` call on the current stream (see
         runtime.py); 16-bit floats accumulate in float32, float32 uses TF32 tensor cores
-        only when ``allow_tf32``."""
-        dt = np.dtype(dtype)
-        ta, tb = check_trans(transa), check_trans(transb)
+        only when ``allow_tf32``. Every operand's last batch must lie inside its allocation."""
+        run = self.gemm_plan(transa, transb, m, n, k, lda, ldb, ldc, dtype, batch=batch,
+                             stride_a=stride_a, stride_b=stride_b, stride_c=stride_c,
+                             allow_tf32=allow_tf32)
         if m == 0 or n == 0 or batch == 0:
             return
+        isz = np.dtype(dtype).itemsize
+        for what, p, trans, r, cc, ld, st in (("A", a, transa, m, k, lda, stride_a),
+                                              ("B", b, transb, k, n, ldb, stride_b),
+                                              ("C", c, "N", m, n, ldc, stride_c)):
+            span = gemm_span(trans, r, cc, ld, batch, st)
+            if span or what == "C":
+                self._mem(p, span * isz)
+        run(alpha, int(a), int(b), beta, int(c))
+
+    def gemm_plan(self, transa: str, transb: str, m: int, n: int, k: int, lda: int, ldb: int,
+                  ldc: int, dtype: Any, *, batch: int = 1, stride_a: int = 0,
+                  stride_b: int = 0, stride_c: int = 0,
+                  allow_tf32: bool = False) -> Callable[[Any, int, int, Any, int], None]:
+        """``gemm``'s arguments checked and converted once; ``run(alpha, a, b, beta, c)``
+        makes only the cuBLAS call (the caller keeps the operands inside their buffers)."""
+        dt = np.dtype(dtype)
+        ta, tb = check_trans(transa), check_trans(transb)
         spec = _CUBLAS_BY_DTYPE.get(dt)
         if spec is None:
             raise TypeError(f"gemm: cuBLAS path does not take {dt}")
         data_type, compute, scale = spec
         if allow_tf32 and compute == _COMPUTE_32F and data_type == _CUDA_R_32F:
             compute = _COMPUTE_32F_FAST_TF32
-        # Bounds: every operand's last batch must lie inside its allocation.
-        isz = dt.itemsize
-        ra, ca = gemm_op_shape(ta, m, k)
-        rb, cb = gemm_op_shape(tb, k, n)
-        for what, p, r, cc, ld, st in (("A", a, ra, ca, lda, stride_a),
-                                       ("B", b, rb, cb, ldb, stride_b),
-                                       ("C", c, m, n, ldc, stride_c)):
-            if r * cc == 0 and what != "C":
-                continue
+        for what, r, ld in (("a", gemm_op_shape(ta, m, k)[0], lda),
+                            ("b", gemm_op_shape(tb, k, n)[0], ldb), ("c", m, ldc)):
             if ld < max(1, r):
-                raise ValueError(f"gemm: ld{what.lower()}={ld} is smaller than its {r} rows")
-            self._mem(p, ((batch - 1) * st + gemm_extent(r, cc, ld)) * isz)
-        al, be = _host_scalar(alpha, scale), _host_scalar(beta, scale)
-        self._cublas().gemmStridedBatchedEx(
-            self.cp.cuda.device.get_cublas_handle(), _OPS[ta], _OPS[tb], m, n, k,
-            al.ctypes.data, int(a), data_type, lda, stride_a, int(b), data_type, ldb, stride_b,
-            be.ctypes.data, int(c), data_type, ldc, stride_c, batch, compute, _GEMM_DEFAULT)
+                raise ValueError(f"gemm: ld{what}={ld} is smaller than its {r} rows")
+        if m == 0 or n == 0 or batch == 0:
+            return _no_gemm
+        call = self._cublas().gemmStridedBatchedEx
+        handle = self.cp.cuda.device.get_cublas_handle  # the current device's
+        opa, opb, scalars = _OPS[ta], _OPS[tb], _HOST_SCALARS
+        scalar_of = _host_scalar
+
+        def run(alpha: Any, a: int, b: int, beta: Any, c: int) -> None:
+            al = scalars.get((scale, type(alpha), alpha)) or scalar_of(alpha, scale)
+            be = scalars.get((scale, type(beta), beta)) or scalar_of(beta, scale)
+            call(handle(), opa, opb, m, n, k, al[1], a, data_type, lda, stride_a, b, data_type,
+                 ldb, stride_b, be[1], c, data_type, ldc, stride_c, batch, compute,
+                 _GEMM_DEFAULT)
+
+        return run
 
     def _cublas(self) -> Any:
         mod = self.__dict__.get("_cublas_module")
@@ -725,17 +766,22 @@ _CUBLAS_TYPES = {
 _CUBLAS_BY_DTYPE = {np.dtype(name): spec for name, spec in _CUBLAS_TYPES.items()}
 
 # alpha / beta in host pointer mode: cuBLAS reads them during the call, so one read-only
-# array per (host type, value) serves every call. Zeros are not memoised (0.0 and -0.0 are
-# equal keys).
-_HOST_SCALARS: dict[tuple[Any, type, Any], np.ndarray] = {}
+# array per (host type, value) serves every call: (array, its address). Zeros are not memoised
+# (0.0 and -0.0 are equal keys).
+_HOST_SCALARS: dict[tuple[Any, type, Any], tuple[np.ndarray, int]] = {}
 
 
-def _host_scalar(value: Any, scale: Any) -> np.ndarray:
+def _host_scalar(value: Any, scale: Any) -> tuple[np.ndarray, int]:
     key = (scale, type(value), value)
-    arr = _HOST_SCALARS.get(key)
-    if arr is None:
+    entry = _HOST_SCALARS.get(key)
+    if entry is None:
         arr = np.array([value], scale)
+        entry = (arr, arr.ctypes.data)
         if value and len(_HOST_SCALARS) < 64:
             arr.flags.writeable = False
-            _HOST_SCALARS[key] = arr
-    return arr
+            _HOST_SCALARS[key] = entry
+    return entry
+
+
+def _no_gemm(alpha: Any, a: int, b: int, beta: Any, c: int) -> None:
+    """An empty product (m, n or batch 0): nothing to compute."""

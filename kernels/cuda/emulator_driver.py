@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ from .runtime import (
     DevicePtr,
     OutOfMemoryError,
     apply_op,
+    checked_gemm_plan,
     column_major,
     gemm_extent,
     gemm_op_shape,
@@ -271,6 +272,13 @@ class EmulatorRuntime:
                     self._host_address(handle, i, v)
         handle.run(grid, block, shared_bytes, values)
 
+    def launcher(self, kernel: EmulatorKernel,
+                 block: int) -> Callable[[int, Sequence[Any]], None]:
+        def go(grid: int, args: Sequence[Any]) -> None:
+            self.launch(kernel, grid, block, 0, args)
+
+        return go
+
     def _host_address(self, handle: Kernel, i: int, value: Any) -> int:
         """Where device pointer ``value`` lives in host memory (0 for null); it must point
         into a live allocation (or one past its end, as C allows)."""
@@ -379,6 +387,10 @@ class EmulatorRuntime:
                 if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
                     prod = prod + work.type(beta) * cv.astype(work, copy=False)
                 cv[...] = prod
+
+    def gemm_plan(self, transa: str, transb: str, m: int, n: int, k: int, lda: int, ldb: int,
+                  ldc: int, dtype: Any, **batching: Any) -> Any:
+        return checked_gemm_plan(self, transa, transb, m, n, k, lda, ldb, ldc, dtype, **batching)
 
     def _typed(self, ptr: int, count: int, dt: np.dtype) -> np.ndarray:
         return self.view(ptr, count * dt.itemsize).view(dt)

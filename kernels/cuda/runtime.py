@@ -17,7 +17,10 @@ copies     memcpy_htod(dst, host, stream=None), memcpy_dtoh(host_out, src, strea
 kernels    compile(source, name, options=(), name_expressions=()) -> module,
            get_kernel(module, name) -> kernel,
            launch(kernel, grid, block, shared_bytes, args, stream=None)
-           (pointer args are DevicePtr / None, scalars are NumPy scalars of the parameter type)
+           (pointer args are DevicePtr / None, scalars are NumPy scalars of the parameter type),
+           launcher(kernel, block) -> go(grid, args): ``launch`` on the current stream with
+           no shared memory, prepared once for a caller that launches one kernel many times
+           (the generated elementwise kernels)
 streams    create_stream() -> stream (.synchronize()), default_stream() -> the device's
            default stream, current_stream() -> the stream a launch with stream=None uses,
            create_event() -> event (.record(stream=None), .synchronize()),
@@ -33,7 +36,12 @@ BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dt
            batch=1, stride_a=0, stride_b=0, stride_c=0, allow_tf32=False): column-major
            strided-batched like cuBLAS, C_i = alpha * op(A_i) @ op(B_i) + beta * C_i with
            X_i at X + i * stride_x elements (a row-major ``out = x @ w`` is the column-major
-           ``out^T = w^T @ x^T``: swap the operands); 16-bit floats accumulate in float32
+           ``out^T = w^T @ x^T``: swap the operands); 16-bit floats accumulate in float32;
+           gemm_plan(transa, transb, m, n, k, lda, ldb, ldc, dtype, *, batch=1, stride_a=0,
+           stride_b=0, stride_c=0, allow_tf32=False) -> run(alpha, a, b, beta, c): the same
+           product with its shape arguments checked once, for a caller that repeats one
+           layout (the CUDA ``_gemm`` kernel); the caller checks that its operands lie inside
+           their buffers (``gemm_span``), the GPU driver's ``run`` does not look them up
 caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
            has finished when the call returns: host time is device time, errors can be
            checked at once)
@@ -57,13 +65,13 @@ import numpy as np
 RUNTIME_METHODS = (
     "alloc", "free", "alloc_host",
     "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "upload",
-    "compile", "get_kernel", "launch",
+    "compile", "get_kernel", "launch", "launcher",
     "create_stream", "default_stream", "current_stream", "create_event", "elapsed_time",
     "synchronize",
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
     "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
     "set_memory_fraction",
-    "device_count", "properties", "make_current", "gemm",
+    "device_count", "properties", "make_current", "gemm", "gemm_plan",
 )
 RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index")
 
@@ -241,6 +249,26 @@ def column_major(flat: np.ndarray, rows: int, cols: int, ld: int, what: str) -> 
 def gemm_extent(rows: int, cols: int, ld: int) -> int:
     """Elements a column-major (rows, cols) matrix with leading dimension ``ld`` spans."""
     return 0 if rows == 0 or cols == 0 else (cols - 1) * ld + rows
+
+
+def gemm_span(trans: str, rows: int, cols: int, ld: int, batch: int, stride: int) -> int:
+    """Elements from the first to one past the last element a strided-batched gemm operand
+    op(X) of shape (rows, cols) touches (0 when it has none)."""
+    r, c = gemm_op_shape(trans, rows, cols)
+    one = gemm_extent(r, c, ld)
+    return 0 if one == 0 or batch == 0 else (batch - 1) * stride + one
+
+
+def checked_gemm_plan(rt: Any, transa: str, transb: str, m: int, n: int, k: int, lda: int,
+                      ldb: int, ldc: int, dtype: Any, **batching: Any) -> Any:
+    """A ``gemm_plan`` that calls ``rt.gemm`` (every check on every call): the emulator's,
+    where a launch's host cost does not matter."""
+    check_trans(transa), check_trans(transb)
+
+    def run(alpha: Any, a: int, b: int, beta: Any, c: int) -> None:
+        rt.gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dtype, **batching)
+
+    return run
 
 
 def gemm_op_shape(trans: str, rows: int, cols: int) -> tuple[int, int]:

@@ -8,6 +8,7 @@ runtime's caching allocator when the last storage holding it goes away. Register
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -93,6 +94,12 @@ class RuntimeStorageDriver:
     # -- DeviceDriver protocol ---------------------------------------------------------------
     def alloc(self, nbytes: int, device_index: int | None = None) -> DeviceBuffer:
         return DeviceBuffer(self._runtime_for(device_index), nbytes)
+
+    def allocator(self, device_index: int | None) -> Callable[[int], DeviceBuffer]:
+        """``nbytes -> DeviceBuffer`` on one device (None: the current one at each call)."""
+        if device_index is None:
+            return functools.partial(self.alloc, device_index=None)
+        return functools.partial(DeviceBuffer, self._runtime_for(device_index))
 
     def nbytes(self, buf: DeviceBuffer) -> int:
         return buf.size

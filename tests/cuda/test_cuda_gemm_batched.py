@@ -56,14 +56,58 @@ def test_batched_matmul_is_one_blas_call(gemm_calls, shape_a, shape_b) -> None:
 
 
 @cuda
-def test_non_collapsible_batches_loop_over_outer_dims(gemm_calls) -> None:
+def test_non_collapsible_batches_are_copied_into_one_call(gemm_calls) -> None:
+    """A batch whose dims do not merge into one stride is materialised first, as PyTorch's
+    matmul does: one copy and one strided-batched call, never a loop of calls."""
     rng = np.random.default_rng(1)
     a = rng.standard_normal((3, 4, 2, 5))
     b = rng.standard_normal((4, 1, 5, 2))
     ta = gt.tensor(a, device="cuda").transpose(0, 1)  # batch strides no longer collapse
     got = (ta @ gt.tensor(b, device="cuda")).cpu().numpy()
     np.testing.assert_allclose(got, a.transpose(1, 0, 2, 3) @ b, rtol=1e-12)
-    assert [c["batch"] for c in gemm_calls] == [3] * 4
+    assert [c["batch"] for c in gemm_calls] == [12]
+
+
+@cuda
+def test_attention_products_of_transposed_head_views_are_one_call(gemm_calls) -> None:
+    """q @ k^T and att @ v of a transformer's (B, T, H, hs) -> (B, H, T, hs) views."""
+    b_, t, h, hs = 3, 5, 2, 4
+    rng = np.random.default_rng(3)
+    qkv = rng.standard_normal((b_, t, 3 * h * hs))
+    x = gt.tensor(qkv, device="cuda")
+    q, k, v = (y.view(b_, t, h, hs).transpose(1, 2) for y in x.split(h * hs, dim=2))
+    att = q @ k.transpose(-2, -1)
+    out = att @ v
+    nq, nk, nv = (qkv[..., i * h * hs:(i + 1) * h * hs].reshape(b_, t, h, hs).transpose(0, 2, 1, 3)
+                  for i in range(3))
+    want_att = nq @ nk.transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(att.cpu().numpy(), want_att, rtol=1e-12)
+    np.testing.assert_allclose(out.cpu().numpy(), want_att @ nv, rtol=1e-12)
+    assert [c["batch"] for c in gemm_calls] == [b_ * h, b_ * h]
+
+
+@cuda
+def test_partly_broadcast_batches_are_expanded_into_one_call(gemm_calls) -> None:
+    rng = np.random.default_rng(4)
+    a, b = rng.standard_normal((3, 1, 2, 4)), rng.standard_normal((5, 4, 3))
+    got = (gt.tensor(a, device="cuda") @ gt.tensor(b, device="cuda")).cpu().numpy()
+    np.testing.assert_allclose(got, a @ b, rtol=1e-12)
+    assert [c["batch"] for c in gemm_calls] == [15]
+
+
+@cuda
+def test_a_plan_never_reads_past_an_operand_buffer() -> None:
+    """The prepared call's bounds check: a view claiming more than its buffer holds is refused
+    before cuBLAS sees it."""
+    from gputensor._tensor import Tensor
+    from gputensor.kernels.cuda.ops.linalg import _operand_ptr
+
+    x = gt.zeros(4, 4, device="cuda")
+    over = Tensor._make(x._storage, x._dtype, (4, 4), (4, 1), 8)
+    assert _operand_ptr(x, 64) == x.data_ptr()
+    with pytest.raises(RuntimeError, match="spans 64 bytes from byte offset 32, past its "
+                                           "64-byte buffer"):
+        _operand_ptr(over, 64)
 
 
 @cuda

@@ -130,11 +130,12 @@ def test_gemm_is_one_raw_cublas_call_outside_any_cupy_allocator(rt, cp) -> None:
     calls = [e for e in cp.log if e[0] == "gemmStridedBatchedEx"]
     assert len(calls) == 2 and calls[-1][-1] is None  # no using_allocator around it
     assert not any(e[0] == "using_allocator" for e in cp.log)
-    one = _host_scalar(1.0, np.float32)
-    assert one is _host_scalar(1.0, np.float32) and not one.flags.writeable
+    one, address = _host_scalar(1.0, np.float32)
+    assert _host_scalar(1.0, np.float32)[0] is one and not one.flags.writeable
+    assert address == one.ctypes.data  # what cuBLAS reads in host pointer mode
     assert _host_scalar(1, np.float64) is not _host_scalar(1.0, np.float64)  # keyed by type
     _host_scalar(0.0, np.float64)
-    assert np.signbit(_host_scalar(-0.0, np.float64)[0])
+    assert np.signbit(_host_scalar(-0.0, np.float64)[0][0])
 
 
 # ---- streams: host reads, default stream, what stays alive -----------------------------------
@@ -385,6 +386,29 @@ def test_strided_batched_gemm_is_one_call(rt, cp) -> None:
     with pytest.raises(IndexError, match="overruns"):
         rt.gemm("N", "N", 4, 2, 5, 1.0, pa, 4, pb, 5, 0.0, pc, 4, np.float64,
                 batch=4, stride_a=20, stride_b=10, stride_c=8)
+
+
+def test_gemm_plan_checks_once_and_makes_one_call_per_run(rt, cp) -> None:
+    """A prepared gemm (what the ``_gemm`` kernel caches per layout): shape arguments checked
+    when it is made, each run one cuBLAS call with the run's scalars and pointers."""
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 3))
+    pa, pb = (_upload(rt, np.ascontiguousarray(x.transpose(0, 2, 1))) for x in (a, b))
+    pc = rt.alloc(2 * 9 * 8)
+    run = rt.gemm_plan("N", "N", 3, 3, 4, 3, 4, 3, np.float64, batch=2, stride_a=12,
+                       stride_b=12, stride_c=9)
+    for alpha in (1.0, 0.5):
+        run(alpha, int(pa), int(pb), 0.0, int(pc))
+        out = np.empty((2, 3, 3))
+        rt.memcpy_dtoh(out, pc)
+        np.testing.assert_allclose(out.transpose(0, 2, 1), alpha * a @ b, rtol=1e-12)
+    assert len([e for e in cp.log if e[0] == "gemmStridedBatchedEx"]) == 2
+    with pytest.raises(ValueError, match="ldb=2 is smaller than its 4 rows"):
+        rt.gemm_plan("N", "N", 3, 3, 4, 3, 2, 3, np.float64)
+    with pytest.raises(TypeError, match="does not take int64"):
+        rt.gemm_plan("N", "N", 3, 3, 4, 3, 4, 3, np.int64)
+    rt.gemm_plan("N", "N", 0, 3, 4, 1, 4, 1, np.float64)(1.0, 0, 0, 0.0, 0)  # empty: no call
+    assert len([e for e in cp.log if e[0] == "gemmStridedBatchedEx"]) == 2
 
 
 @pytest.mark.parametrize("dtype,tf32,compute", [("float32", False, 68), ("float32", True, 77),

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from gputensor import _dtype as D
-from gputensor._tensor import Tensor, contiguous_strides
+from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.kernels.layout import broadcast_strides, merge_dims
 from gputensor.kernels.registry import CUDA, OpDef
 
+from .. import device as _device
 from .. import elementwise_codegen as E
 from ..device import (
     CONSTANTS_MAX,
@@ -28,9 +29,9 @@ from ..device import (
     NVRTC_OPTIONS,
     constant_array,
     launch_kernel,
-    ptr,
     runtime,
 )
+from ..runtime import DevicePtr
 
 _kernels: dict[tuple[int, E.KernelSpec], Any] = {}  # (id(runtime), spec) -> compiled kernel
 _lock = threading.Lock()
@@ -94,18 +95,27 @@ def _layout_values(key: tuple, name: str) -> tuple[int, ...]:
     return values
 
 
-def make_kernel(op: OpDef):
-    # Per (runtime, dtypes of out/compute/operands): the compiled kernel and its elements per
-    # vector step, so a launch does no spec building or dtype checks after the first.
-    prepared: dict[tuple, tuple[Any, int]] = {}
+def _first_element(t: Tensor) -> DevicePtr:
+    """``device.ptr`` for an operand the frontend already placed on this device."""
+    base = t._storage._buf.ptr
+    off = t._offset
+    return base if not off else DevicePtr(int(base) + off * t._dtype.itemsize)
 
-    def prepare(key: tuple, out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int]:
+
+def make_kernel(op: OpDef):
+    # Per (runtime, dtypes of out/compute/operands): the compiled kernel, its elements per
+    # vector step and its prepared launcher, so a launch does no spec building or dtype checks
+    # after the first.
+    prepared: dict[tuple, tuple[Any, int, Any]] = {}
+
+    def prepare(key: tuple, out: Tensor, inputs: list, compute: D.dtype) -> tuple[Any, int, Any]:
         spec = spec_for(op, out, inputs, compute)
-        entry = prepared[key] = (_kernel(spec), E.vector_width(spec))
+        kern = _kernel(spec)
+        entry = prepared[key] = (kern, E.vector_width(spec), key[0].launcher(kern, E.BLOCK))
         return entry
 
     # Runs once per elementwise op on CUDA, so it is written for CPython 3.11's costs: plain
-    # loops rather than comprehensions (each of which is a function call there).
+    # loops rather than comprehensions (each of which is a function call there), few calls.
     def run(out: Tensor, inputs: list, params: tuple, compute: D.dtype) -> None:
         shape = out._shape
         n = math.prod(shape)
@@ -122,8 +132,8 @@ def make_kernel(op: OpDef):
                 key.append(None)
         key = tuple(key)
         entry = prepared.get(key)
-        kern, width = entry if entry is not None else prepare(key, out, inputs, compute)
-        cs = contiguous_strides(shape)
+        kern, width, go = entry if entry is not None else prepare(key, out, inputs, compute)
+        cs = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
         meta = None
         for a in arrays:  # strides compared first: is_contiguous only for the odd cases
             if a._shape != shape or (a._stride != cs and not a.is_contiguous()):
@@ -132,12 +142,17 @@ def make_kernel(op: OpDef):
                     layout.append((b._shape, b._stride))
                 meta = constant_array(_layout_values(tuple(layout), op.name)).ptr
                 break
-        args: list[Any] = [ptr(out)]
-        for x in inputs:
-            if isinstance(x, Tensor):
-                args.append(ptr(x))
-            else:
-                args += E.scalar_args(x, compute)
+        args: list[Any] = []
+        for x in arrays:  # device.ptr of each operand, inlined (the frontend placed them)
+            base, off = x._storage._buf.ptr, x._offset
+            args.append(DevicePtr(int(base) + off * x._dtype.itemsize) if off else base)
+        if len(arrays) <= len(inputs):  # Python numbers among the operands: in order
+            args = args[:1]
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    args.append(_first_element(x))
+                else:
+                    args += E.scalar_args(x, compute)
         for p in params:
             args += E.scalar_args(p, compute)
         args.append(n)
@@ -145,8 +160,13 @@ def make_kernel(op: OpDef):
         work = -(-n // width)
         # enough threads for one vector chunk each (the contiguous path's unit of work),
         # bounded: the grid-stride loop covers the rest
-        grid = max(1, min(MAX_GRID, -(-work // E.BLOCK)))
-        launch_kernel(rt, kern, grid, E.BLOCK, 0, args)
+        grid = (work + E.BLOCK - 1) // E.BLOCK
+        if grid > MAX_GRID:
+            grid = MAX_GRID
+        if _device.launch_observer is None:
+            go(grid, args)
+        else:
+            launch_kernel(rt, kern, grid, E.BLOCK, 0, args)
 
     return run
 

@@ -11,9 +11,9 @@ Two engines serve it:
   tensor cores; float32 uses TF32 exactly when ``gt.backends.cuda.matmul.allow_tf32`` /
   ``gt.set_float32_matmul_precision`` allow it). A row-major (M, N) result is the
   column-major (N, M) matrix ``out^T = b^T a^T``, so each operand whose matrix dims have a
-  unit stride is read in place through the transpose flags (no copy); batch dims that merge
-  into one stride for all operands (contiguous or broadcast batches) are one call, others
-  loop over the outer dims.
+  unit stride is read in place through the transpose flags (no copy); an operand whose batch
+  dims do not merge into one stride is copied first (as PyTorch's matmul does), so every
+  product is one call. The layout analysis is cached per layout (``_PLANS``).
 - integer and bool dtypes run the tiled shared-memory kernel in linalg.cu, which takes all strides
   (batch strides in a small device array), so it never copies an operand.
 
@@ -25,15 +25,14 @@ permuted into the output. float16/bfloat16 einsums compute in float32, as on the
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from gputensor import _dtype as D
-from gputensor._tensor import Tensor
+from gputensor._tensor import Tensor, contiguous_strides
 from gputensor.backends.cuda import matmul as _matmul_flags
 from gputensor.kernels.allocation import empty, kernel
 from gputensor.kernels.layout import broadcast_strides
@@ -41,6 +40,7 @@ from gputensor.kernels.registry import CUDA
 from gputensor.storage.allocator import driver_for
 
 from ..device import (
+    CONSTANTS_MAX,
     CudaSource,
     constant_array,
     grid_for,
@@ -48,7 +48,7 @@ from ..device import (
     runtime,
 )
 from ..dtypes import CTYPES, SHORT
-from ..runtime import DevicePtr
+from ..runtime import gemm_span
 
 SOURCE = CudaSource("linalg.cu")
 
@@ -209,71 +209,139 @@ def _tiled_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, 
            [out, a if k else None, b if k else None, c, al, be, *map(np.int64, sizes), meta])
 
 
+# (runtime, dtype, tf32, k > 0, layouts of out, a, b) -> _GemmPlan: what a product of that
+# layout copies and the prepared BLAS call, so a training step's repeated products skip the
+# layout analysis. Bounded like the elementwise layouts; a plan holds its runtime, so the
+# runtime's id in the key cannot be reused while the entry exists.
+_PLANS: dict[tuple, _GemmPlan] = {}
+
+
+class _GemmPlan(NamedTuple):
+    temp_out: bool                   # out is not BLAS-writable: compute into a fresh tensor
+    a_copy: tuple[int, ...] | None   # shape to materialise a at first (None: read in place)
+    b_copy: tuple[int, ...] | None
+    swap: bool                       # computed as out^T = b^T a^T (out is row-major)
+    run: Any                         # the runtime's prepared gemm: run(alpha, a, b, beta, c)
+    spans: tuple[int, int, int]      # bytes a, b and the target span from their first element
+
+
 def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: Any,
                k: int) -> None:
     dt = out._dtype
-    shape = out._shape
-    m, n = shape[-2:]
-    bshape = shape[:-2]
-    # The result must be column-major as out^T (N, M) (a row-major out) or as out (M, N).
-    target = out
-    s_m, s_n = out._stride[-2:]
-    if (_blas_form(n, m, s_n, s_m) or ("",))[0] == "N":
-        use_direct = False
-    elif (_blas_form(m, n, s_m, s_n) or ("",))[0] == "N":
-        use_direct = True
-    else:
-        target, use_direct = empty(shape, dt, out.device), False
+    rt = runtime()
+    tf32 = dt is D.float32 and _matmul_flags.allow_tf32
+    key = (rt, dt, tf32, k != 0, out._shape, out._stride, a._shape, a._stride, b._shape,
+           b._stride)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _plan_gemm(rt, dt, tf32, k, out._shape, out._stride, a._shape, a._stride,
+                          b._shape, b._stride)
+        if len(_PLANS) >= CONSTANTS_MAX:
+            _PLANS.clear()
+        _PLANS[key] = plan
+    target = empty(out._shape, dt, out.device) if plan.temp_out else out
     if c is not None and not _same_view(c, target):
         copy_into(target, c)
     beta = beta if c is not None else 0
+    pc = _operand_ptr(target, plan.spans[2])
     if k:
-        a = a if _blas_form(m, k, *a._stride[-2:]) else materialize(a)
-        b = b if _blas_form(k, n, *b._stride[-2:]) else materialize(b)
-    isz = dt.itemsize
-    a_st = _bstrides(a, (*bshape, m, a._shape[-1]))
-    b_st = _bstrides(b, (*bshape, b._shape[-2], n))
-    t_st = target._stride
-    rt = runtime()
-    np_dt = dt.np_dtype
-    tf32 = dt is D.float32 and _matmul_flags.allow_tf32
-    base_a = a._storage._buf.ptr + a._offset * isz if k else 0
-    base_b = b._storage._buf.ptr + b._offset * isz if k else 0
-    base_c = target._storage._buf.ptr + target._offset * isz
-    # One strided-batched call per run of batch dims that collapse into one stride for all
-    # three operands (one call in total for contiguous or broadcast batches).
-    outer, inner, (sa, sb, sc) = _batch_runs(bshape, a_st[:-2], b_st[:-2], t_st[:-2])
-    for idx in itertools.product(*[range(s) for s in outer]):  # one empty idx: no outer loop
-        oa = ob = oc = 0
-        if idx:
-            oa = sum(i * s for i, s in zip(idx, a_st, strict=False))
-            ob = sum(i * s for i, s in zip(idx, b_st, strict=False))
-            oc = sum(i * s for i, s in zip(idx, t_st, strict=False))
-        pc = DevicePtr(base_c + oc * isz)
-        if k == 0:  # no product: C = beta * C (or zeros), never reading a or b
-            ldc = (_blas_form(m, n, t_st[-2], t_st[-1]) if use_direct
-                   else _blas_form(n, m, t_st[-1], t_st[-2]))[1]
-            rows = m if use_direct else n
-            cols = n if use_direct else m
-            rt.gemm("N", "N", rows, cols, 0, alpha, pc, max(1, rows), pc, 1, beta, pc, ldc, np_dt,
-                    batch=inner, stride_a=0, stride_b=0, stride_c=sc)
-            continue
-        pa = DevicePtr(base_a + oa * isz)
-        pb = DevicePtr(base_b + ob * isz)
-        if use_direct:  # C (M, N) = op(a) op(b)
-            ta, lda = _blas_form(m, k, a_st[-2], a_st[-1])
-            tb, ldb = _blas_form(k, n, b_st[-2], b_st[-1])
-            ldc = _blas_form(m, n, t_st[-2], t_st[-1])[1]
-            rt.gemm(ta, tb, m, n, k, alpha, pa, lda, pb, ldb, beta, pc, ldc, np_dt,
-                    batch=inner, stride_a=sa, stride_b=sb, stride_c=sc, allow_tf32=tf32)
-        else:  # C^T (N, M) = op(b^T) op(a^T)
-            ta, lda = _blas_form(n, k, b_st[-1], b_st[-2])
-            tb, ldb = _blas_form(k, m, a_st[-1], a_st[-2])
-            ldc = _blas_form(n, m, t_st[-1], t_st[-2])[1]
-            rt.gemm(ta, tb, n, m, k, alpha, pb, lda, pa, ldb, beta, pc, ldc, np_dt,
-                    batch=inner, stride_a=sb, stride_b=sa, stride_c=sc, allow_tf32=tf32)
+        if plan.a_copy is not None:
+            a = materialize(_expanded(a, plan.a_copy))
+        if plan.b_copy is not None:
+            b = materialize(_expanded(b, plan.b_copy))
+        pa, pb = _operand_ptr(a, plan.spans[0]), _operand_ptr(b, plan.spans[1])
+        if plan.swap:
+            pa, pb = pb, pa
+        plan.run(alpha, pa, pb, beta, pc)
+    else:  # no product: C = beta * C (or zeros), never reading a or b
+        plan.run(alpha, pc, pc, beta, pc)
     if target is not out:
         copy_into(out, target)
+
+
+def _operand_ptr(t: Tensor, span: int) -> int:
+    """The address of ``t``'s first element, after checking that the ``span`` bytes the gemm
+    touches from there lie inside its buffer (a view is in bounds by construction; this keeps
+    a wrong plan from ever reaching past an allocation)."""
+    buf = t._storage._buf
+    off = t._offset * t._dtype.itemsize
+    if off + span > buf.size:
+        raise RuntimeError(f"gemm: an operand of shape {list(t._shape)}, strides "
+                           f"{list(t._stride)} spans {span} bytes from byte offset {off}, past "
+                           f"its {buf.size}-byte buffer")
+    return int(buf.ptr) + off
+
+
+def _expanded(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` broadcast to ``shape`` (a view: 0 strides where it repeats)."""
+    if t._shape == shape:
+        return t
+    return Tensor._make(t._storage, t._dtype, shape, _bstrides(t, shape), t._offset)
+
+
+def _collapses(bshape: Sequence[int], strides: Sequence[int]) -> bool:
+    """Whether one operand's batch dims merge into a single stride."""
+    return not any(n != 1 for n in _batch_runs(bshape, strides)[0])
+
+
+def _plan_gemm(rt: Any, dt: D.dtype, tf32: bool, k: int, shape: tuple[int, ...],
+               o_st: tuple[int, ...], a_shape: tuple[int, ...], a_st: tuple[int, ...],
+               b_shape: tuple[int, ...], b_st: tuple[int, ...]) -> _GemmPlan:
+    """One strided-batched BLAS call for this layout. An operand whose matrix has no unit
+    stride, or whose batch dims do not merge into one stride, is materialised first (the
+    copy PyTorch's matmul makes too: one copy kernel and one product beat a loop of
+    products); a target that BLAS cannot write is a fresh contiguous tensor."""
+    m, n = shape[-2:]
+    bshape = shape[:-2]
+    # The result must be column-major as out^T (N, M) (a row-major out) or as out (M, N).
+    t_st, temp = o_st, False
+    if (_blas_form(n, m, o_st[-1], o_st[-2]) or ("",))[0] == "N":
+        direct = False
+    elif (_blas_form(m, n, o_st[-2], o_st[-1]) or ("",))[0] == "N":
+        direct = True
+    else:
+        temp = True
+    if temp or not _collapses(bshape, o_st[:-2]):
+        t_st, temp, direct = contiguous_strides(shape), True, False
+    copies: list[tuple[int, ...] | None] = [None, None]
+    strides = []
+    for i, (rows, cols, xs, xst) in enumerate(((m, a_shape[-1], a_shape, a_st),
+                                               (b_shape[-2], n, b_shape, b_st))):
+        full = (*bshape, rows, cols)
+        if k and not _blas_form(rows, cols, *xst[-2:]):
+            copies[i], xst = xs, contiguous_strides(xs)
+        st = broadcast_strides(full, xs, xst)
+        if k and not _collapses(bshape, st[:-2]):
+            copies[i], st = full, contiguous_strides(full)
+        strides.append(st)
+    a_bst, b_bst = strides
+    _, inner, (sa, sb, sc) = _batch_runs(bshape, a_bst[:-2], b_bst[:-2], t_st[:-2])
+    np_dt, isz = dt.np_dtype, dt.itemsize
+    if not k:
+        rows, cols = (m, n) if direct else (n, m)
+        ldc = (_blas_form(m, n, t_st[-2], t_st[-1]) if direct
+               else _blas_form(n, m, t_st[-1], t_st[-2]))[1]
+        run = rt.gemm_plan("N", "N", rows, cols, 0, max(1, rows), 1, ldc, np_dt, batch=inner,
+                           stride_a=0, stride_b=0, stride_c=sc)
+        spans = (0, 0, gemm_span("N", rows, cols, ldc, inner, sc) * isz)
+        return _GemmPlan(temp, None, None, False, run, spans)
+    # direct: C (M, N) = op(a) op(b); else C^T (N, M) = op(b^T) op(a^T), every dim pair swapped
+    x, y, rows, cols, sx, sy, flip = (a_bst, b_bst, m, n, sa, sb, False) if direct else \
+        (b_bst, a_bst, n, m, sb, sa, True)
+
+    def pair(st: Sequence[int]) -> tuple[int, int]:
+        return (st[-1], st[-2]) if flip else (st[-2], st[-1])
+
+    ta, lda = _blas_form(rows, k, *pair(x))
+    tb, ldb = _blas_form(k, cols, *pair(y))
+    ldc = _blas_form(rows, cols, *pair(t_st))[1]
+    run = rt.gemm_plan(ta, tb, rows, cols, k, lda, ldb, ldc, np_dt, batch=inner, stride_a=sx,
+                       stride_b=sy, stride_c=sc, allow_tf32=tf32)
+    span_x, span_y = gemm_span(ta, rows, k, lda, inner, sx), gemm_span(tb, k, cols, ldb, inner, sy)
+    spans = (span_x, span_y) if direct else (span_y, span_x)
+    spans = (*spans, gemm_span("N", rows, cols, ldc, inner, sc))
+    return _GemmPlan(temp, copies[0], copies[1], not direct, run,
+                     tuple(x * isz for x in spans))
 
 
 def _batch_runs(bshape: Sequence[int], *strides: Sequence[int]
