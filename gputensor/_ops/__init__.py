@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     conv,
     copying,
     creation,
+    cumulative,
     elementwise,
     indexing,
     linalg,

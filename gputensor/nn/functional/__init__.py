@@ -12,6 +12,7 @@ from ._distance import *  # noqa: F403
 from ._dropout import *  # noqa: F403
 from ._embedding_bag import *  # noqa: F403
 from ._fold import *  # noqa: F403
+from ._grid import *  # noqa: F403
 from ._interpolate import *  # noqa: F403
 from ._linear import *  # noqa: F403
 from ._loss import *  # noqa: F403
