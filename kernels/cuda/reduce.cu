@@ -443,6 +443,21 @@ struct PlusOp {
     static __device__ __forceinline__ Acc shfl(Acc a, int m) { return shfl_x(a, m); }
 };
 
+// A line read in 16-byte chunks: row mode (the group's lanes run along the line), a
+// contiguous line (stride 1) whose start is 16-byte aligned and that holds at least two chunks
+// per lane. Chunk loads, two in flight per lane, keep enough bytes moving to run near the
+// memory bandwidth; one element per load and a serial chain per lane ran at a quarter of it.
+template <class T>
+struct LineChunks {
+    static constexpr int V = 16 / sizeof(T) > 1 ? 16 / sizeof(T) : 1;
+    typedef gt::ew_vec<T, V> Chunk;
+    static __device__ __forceinline__ bool usable(const void* p, int row, long long stride,
+                                                  long long K, int lanes) {
+        return V > 1 && sizeof(T) * V == 16 && row && stride == 1 && K >= 2 * V * lanes &&
+               reinterpret_cast<unsigned long long>(p) % 16 == 0;
+    }
+};
+
 // softmax / log_softmax along the dim: one pass for the running (max, sum of exp(x - max)),
 // combined over the lanes, then one pass writing exp(x - max) / sum or (x - max) - log(sum).
 // A slice whose max is not finite is NaN throughout (as the CPU backend's formula gives).
@@ -451,16 +466,48 @@ __device__ void softmax(const T* __restrict__ x, T* __restrict__ out, const long
                         long long L, long long K, long long xs, long long I, int P, int T_,
                         long long log) {
     typedef Lse<A> Acc;
+    typedef LineChunks<T> LC;
+    typedef typename LC::Chunk Chunk;
+    constexpr int V = LC::V;
     static_assert(sizeof(Acc) <= kMaxAcc, "accumulator larger than the launcher reserves");
     GT_DYNAMIC_SHARED(Acc, sm);
     const LineLanes ln = line_lanes(I, P, T_);
     const long long groups = (L + P - 1) / P;
+    const long long st = T_;
     for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
         const long long l = g * P + ln.p;
         const T* xl = x + (l < L ? line_in(l, lmeta, 0) : 0);
-        Acc a{-inf_of<A>(), A(0)};
-        if (l < L)
-            for (long long k = ln.t; k < K; k += T_) a = lse_step(a, gt::load<A>(xl[k * xs]));
+        const bool chunked = LC::usable(xl, ln.row, xs, K, T_);
+        Acc a{-inf_of<A>(), A(0)}, b{-inf_of<A>(), A(0)};
+        if (l < L) {
+            long long k = ln.t;
+            if (chunked) {
+                const Chunk* xv = reinterpret_cast<const Chunk*>(xl);
+                const long long nv = K / V;
+                long long j = ln.t;
+                for (; j + st < nv; j += 2 * st) {
+                    const Chunk v0 = xv[j], v1 = xv[j + st];
+#pragma unroll
+                    for (int e = 0; e < V; ++e) {
+                        a = lse_step(a, gt::load<A>(v0.v[e]));
+                        b = lse_step(b, gt::load<A>(v1.v[e]));
+                    }
+                }
+                if (j < nv) {
+                    const Chunk v0 = xv[j];
+#pragma unroll
+                    for (int e = 0; e < V; ++e) a = lse_step(a, gt::load<A>(v0.v[e]));
+                }
+                k = nv * V + ln.t;  // fewer than V elements are left
+            }
+            for (; k + st < K; k += 2 * st) {
+                const T x0 = xl[k * xs], x1 = xl[(k + st) * xs];
+                a = lse_step(a, gt::load<A>(x0));
+                b = lse_step(b, gt::load<A>(x1));
+            }
+            if (k < K) a = lse_step(a, gt::load<A>(xl[k * xs]));
+            a = lse_comb(a, b);
+        }
         a = group_allreduce<LseOp<A>>(a, ln.row, P, T_, ln.t, ln.p, sm);
         if (l >= L) continue;
         T* ol = out + line_out(l, K, I);
@@ -468,7 +515,24 @@ __device__ void softmax(const T* __restrict__ x, T* __restrict__ out, const long
         const A m = a.m;
         const A inv = finite ? A(1) / a.s : A(nan64());
         const A lg = finite ? gt::log(a.s) : A(nan64());
-        for (long long k = ln.t; k < K; k += T_) {
+        long long k = ln.t;
+        if (chunked && reinterpret_cast<unsigned long long>(ol) % 16 == 0) {
+            const Chunk* xv = reinterpret_cast<const Chunk*>(xl);
+            Chunk* ov = reinterpret_cast<Chunk*>(ol);
+            const long long nv = K / V;
+            for (long long j = ln.t; j < nv; j += st) {
+                const Chunk v0 = xv[j];
+                Chunk r;
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    const A v = gt::load<A>(v0.v[e]);
+                    r.v[e] = gt::store<T>(log ? (v - m) - lg : gt::exp(v - m) * inv);
+                }
+                ov[j] = r;
+            }
+            k = nv * V + ln.t;
+        }
+        for (; k < K; k += st) {
             const A v = gt::load<A>(xl[k * xs]);
             ol[k * I] = gt::store<T>(log ? (v - m) - lg : gt::exp(v - m) * inv);
         }
@@ -476,30 +540,74 @@ __device__ void softmax(const T* __restrict__ x, T* __restrict__ out, const long
 }
 
 // The gradient of softmax (log false: y * (g - sum(g * y))) or log_softmax (g - exp(y) *
-// sum(g)) along the dim, from the output's gradient g and the output y.
+// sum(g)) along the dim, from the output's gradient g and the output y. Contiguous aligned
+// lines of g and y are read in chunks, as in softmax.
 template <class T, class A>
 __device__ void softmax_backward(const T* __restrict__ g, const T* __restrict__ y,
                                  T* __restrict__ out, const long long* lmeta, long long L,
                                  long long K, long long gs, long long ys, long long I, int P,
                                  int T_, long long log) {
+    typedef LineChunks<T> LC;
+    typedef typename LC::Chunk Chunk;
+    constexpr int V = LC::V;
     GT_DYNAMIC_SHARED(A, sm);
     const LineLanes ln = line_lanes(I, P, T_);
     const long long groups = (L + P - 1) / P;
+    const long long st = T_;
     for (long long grp = blockIdx.x; grp < groups; grp += gridDim.x) {
         const long long l = grp * P + ln.p;
         const T* gl = g + (l < L ? line_in(l, lmeta, 0) : 0);
         const T* yl = y + (l < L ? line_in(l, lmeta, 1) : 0);
-        A s = A(0);
+        const bool chunked = LC::usable(gl, ln.row, gs, K, T_) && LC::usable(yl, ln.row, ys, K, T_);
+        A s = A(0), s2 = A(0);
         if (l < L) {
-            for (long long k = ln.t; k < K; k += T_) {
+            long long k = ln.t;
+            if (chunked) {
+                const Chunk* gv = reinterpret_cast<const Chunk*>(gl);
+                const Chunk* yv = reinterpret_cast<const Chunk*>(yl);
+                const long long nv = K / V;
+                for (long long j = ln.t; j < nv; j += st) {
+                    const Chunk g0 = gv[j];
+                    if (log) {
+#pragma unroll
+                        for (int e = 0; e < V; ++e) s += gt::load<A>(g0.v[e]);
+                    } else {
+                        const Chunk y0 = yv[j];
+#pragma unroll
+                        for (int e = 0; e < V; ++e)
+                            s2 += gt::load<A>(g0.v[e]) * gt::load<A>(y0.v[e]);
+                    }
+                }
+                k = nv * V + ln.t;
+            }
+            for (; k < K; k += st) {
                 A gv = gt::load<A>(gl[k * gs]);
                 s += log ? gv : gv * gt::load<A>(yl[k * ys]);
             }
+            s += s2;
         }
         s = group_allreduce<PlusOp<A>>(s, ln.row, P, T_, ln.t, ln.p, sm);
         if (l >= L) continue;
         T* ol = out + line_out(l, K, I);
-        for (long long k = ln.t; k < K; k += T_) {
+        long long k = ln.t;
+        if (chunked && reinterpret_cast<unsigned long long>(ol) % 16 == 0) {
+            const Chunk* gv = reinterpret_cast<const Chunk*>(gl);
+            const Chunk* yv = reinterpret_cast<const Chunk*>(yl);
+            Chunk* ov = reinterpret_cast<Chunk*>(ol);
+            const long long nv = K / V;
+            for (long long j = ln.t; j < nv; j += st) {
+                const Chunk g0 = gv[j], y0 = yv[j];
+                Chunk r;
+#pragma unroll
+                for (int e = 0; e < V; ++e) {
+                    const A gx = gt::load<A>(g0.v[e]), yx = gt::load<A>(y0.v[e]);
+                    r.v[e] = gt::store<T>(log ? gx - gt::exp(yx) * s : yx * (gx - s));
+                }
+                ov[j] = r;
+            }
+            k = nv * V + ln.t;
+        }
+        for (; k < K; k += st) {
             const A gv = gt::load<A>(gl[k * gs]), yv = gt::load<A>(yl[k * ys]);
             ol[k * I] = gt::store<T>(log ? gv - gt::exp(yv) * s : yv * (gv - s));
         }

@@ -215,6 +215,29 @@ def test_softmax_and_backward(shape: tuple, dim: int) -> None:
             x.softmax(dim), dim), a, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype,cols", [(gt.float32, 4096), (gt.float32, 2051),
+                                        (gt.float64, 2050), (gt.float16, 4104)])
+def test_softmax_long_lines_in_chunks(dtype: gt.dtype, cols: int) -> None:
+    """Long contiguous lines take reduce.cu's 16-byte chunk path (aligned lines; the others,
+    e.g. every second line of 2051 float32, and the tails, take the element path): the same
+    values, special values inside long lines included, and the backward with contiguous g."""
+    from gputensor.kernels.registry import OPS
+
+    a = rand((4, cols), seed=8, low=-20, high=20)
+    a[1, 5], a[2, 100], a[3, 7:cols:3] = np.nan, np.inf, -np.inf
+    tol = {"rtol": 2e-3, "atol": 2e-3} if dtype is gt.float16 else {"rtol": 1e-5, "atol": 1e-5}
+    check(lambda x: x.softmax(1), a, dtype=dtype, **tol)
+    check(lambda x: x.log_softmax(1), a, dtype=dtype, **tol)
+    check(lambda x: x[:, 1:].softmax(1), a, dtype=dtype, **tol)  # lines start off alignment
+    g = rand((4, cols), seed=9)
+    b = rand((4, cols), seed=10)
+    for name, log in (("_softmax_backward", False), ("_log_softmax_backward", True)):
+        check(lambda x, n=name, lg=log: OPS[n].frontend(
+            x, gt.tensor(b, dtype=dtype, device=x.device).log_softmax(1) if lg else
+            gt.tensor(b, dtype=dtype, device=x.device).softmax(1), 1),
+            g, dtype=dtype, **tol)
+
+
 def test_softmax_special_values() -> None:
     inf = math.inf
     a = np.array([[-inf, 0.0, 1.0], [-inf, -inf, -inf], [inf, 0.0, 1.0], [np.nan, 0.0, 1.0],
