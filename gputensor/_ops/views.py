@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from gputensor import _dtype as D
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim, parse_size
 
 from ._core import as_index_list, op, tensor_method
@@ -61,7 +62,6 @@ def _view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tupl
 
 @op(function=False, grad={"self": "g.reshape(self_shape)"})
 def view(self: Tensor, *shape: Any) -> Tensor:
-    from gputensor import _dtype as D
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return _view_dtype(self, shape[0])
     new_shape = _infer_size(parse_size(shape), self.numel())

@@ -766,18 +766,20 @@ _CUBLAS_TYPES = {
 _CUBLAS_BY_DTYPE = {np.dtype(name): spec for name, spec in _CUBLAS_TYPES.items()}
 
 # alpha / beta in host pointer mode: cuBLAS reads them during the call, so one read-only
-# array per (host type, value) serves every call: (array, its address). Zeros are not memoised
-# (0.0 and -0.0 are equal keys).
-_HOST_SCALARS: dict[tuple[Any, type, Any], tuple[np.ndarray, int]] = {}
+# array per (host type, value) serves every call: (array, its address). A zero's key carries
+# its text too, so 0.0 and -0.0 (equal keys otherwise) keep their own arrays.
+_HOST_SCALARS: dict[tuple, tuple[np.ndarray, int]] = {}
 
 
 def _host_scalar(value: Any, scale: Any) -> tuple[np.ndarray, int]:
-    key = (scale, type(value), value)
+    key: tuple = (scale, type(value), value)
+    if value == 0:
+        key += (str(value),)
     entry = _HOST_SCALARS.get(key)
     if entry is None:
         arr = np.array([value], scale)
         entry = (arr, arr.ctypes.data)
-        if value and len(_HOST_SCALARS) < 64:
+        if len(_HOST_SCALARS) < 64:
             arr.flags.writeable = False
             _HOST_SCALARS[key] = entry
     return entry

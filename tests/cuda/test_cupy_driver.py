@@ -134,8 +134,9 @@ def test_gemm_is_one_raw_cublas_call_outside_any_cupy_allocator(rt, cp) -> None:
     assert _host_scalar(1.0, np.float32)[0] is one and not one.flags.writeable
     assert address == one.ctypes.data  # what cuBLAS reads in host pointer mode
     assert _host_scalar(1, np.float64) is not _host_scalar(1.0, np.float64)  # keyed by type
-    _host_scalar(0.0, np.float64)
-    assert np.signbit(_host_scalar(-0.0, np.float64)[0][0])
+    zero = _host_scalar(0.0, np.float64)[0]
+    assert _host_scalar(0.0, np.float64)[0] is zero and not np.signbit(zero[0])  # beta = 0
+    assert np.signbit(_host_scalar(-0.0, np.float64)[0][0])  # not the +0.0 array
 
 
 # ---- streams: host reads, default stream, what stays alive -----------------------------------

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import empty
 from gputensor.kernels.layout import merge_dims
 from gputensor.kernels.reduce import (
     REDUCTIONS,
@@ -224,8 +225,6 @@ def _staged(t: Tensor | None, dt: D.dtype) -> Tensor | None:
     copied into ``t`` on the device afterwards."""
     if t is None or t._dtype is dt:
         return t
-    from gputensor.kernels.allocation import empty
-
     return empty(t._shape, dt, t.device)
 
 
@@ -249,8 +248,6 @@ def reduce(name: str, x: Tensor, dims: Sequence[int], out1: Tensor | None,
 
 def _launch_reduce(red: Kernels, kname: str, x: Tensor, pl: ReducePlan, out1: Tensor | None,
                    out2: Tensor | None, p: float, flag: int) -> None:
-    from gputensor.kernels.allocation import empty
-
     meta = constant_array(pl.meta)
     ws = None
     if pl.splits > 1:
