@@ -10,6 +10,7 @@ from gputensor._tensor import Tensor
 from gputensor.kernels.registry import OPS
 
 from ._core import kernel, op, result_type, tensor_method
+from ._scalar_range import checked_fill_value
 
 _DIV_MODES = {None: "true_divide", "trunc": "_div_trunc", "floor": "_div_floor"}
 
@@ -183,6 +184,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.dim()} dimensions.")
         value = value.item()
+    else:  # a Python number is range-checked (a 0-dim tensor's value converts unchecked)
+        value = checked_fill_value(value, self._dtype)
     kernel(self, "_copy")(self, [value], (), self._dtype)
     self._storage._version += 1
     return self

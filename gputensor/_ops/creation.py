@@ -17,6 +17,7 @@ from gputensor.storage.untyped import UntypedStorage
 
 from ._core import empty as alloc
 from ._core import op, resolve_device, tensor_method
+from ._scalar_range import check_creation_data
 from .copying import convert
 
 
@@ -38,13 +39,18 @@ def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
     return convert(Tensor._from_np(np.array(arr, order="C", copy=True)), dt, dev)
 
 
-def _infer_from_python(data: Any) -> tuple[np.ndarray, D.dtype]:
-    """The data as a host array (no narrowing cast yet) and the dtype PyTorch would infer."""
+def _infer_from_python(data: Any, allow_big_ints: bool = False) -> tuple[np.ndarray, D.dtype]:
+    """The data as a host array (no narrowing cast yet) and the dtype PyTorch would infer
+    (``allow_big_ints``: Python ints beyond 64 bits stay an object array, for the caller's
+    range check)."""
     try:
         with np.errstate(all="ignore"):
             arr = np.asarray(data)
     except ValueError as e:
         raise ValueError(f"expected a rectangular nested sequence of numbers: {e}") from None
+    if allow_big_ints and arr.dtype == object and arr.size and \
+            all(type(v) is int for v in arr.reshape(-1)):
+        return arr, D.int64
     if arr.dtype == object or arr.dtype.kind in "USMm":
         raise TypeError(f"can't build a tensor from data of type {arr.dtype} "
                         f"(first element: {arr.reshape(-1)[:1].tolist()})")
@@ -66,8 +72,11 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
     if isinstance(data, Tensor):
         data = data.detach().cpu()._host
-    arr, inferred = _infer_from_python(data)
+    python_data = not isinstance(data, np.ndarray | np.generic)
+    arr, inferred = _infer_from_python(data, allow_big_ints=python_data)
     dt = inferred if dtype is None else D.to_dtype(dtype)
+    if python_data:  # PyTorch's range checks of Python numbers (NumPy data converts as is)
+        arr = check_creation_data(arr, dt)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 

@@ -11,6 +11,7 @@ from gputensor._tensor import Tensor
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, kernel, op, tensor_method
+from ._scalar_range import checked_fill_value
 from .shape import _minmax
 
 
@@ -163,6 +164,10 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         apply_inplace(self, lambda: _setitem_functional(self, index, value))
         return
     base, adv = _resolve(self, index)
+    if not isinstance(value, Tensor):
+        # a 16-bit float target takes the value as a double first (rounding to inf)
+        value = checked_fill_value(value, D.float64 if self._dtype.itemsize == 2 and
+                                   self._dtype.is_floating_point else self._dtype)
     if all(a is None for a in adv):
         base.copy_(value)
         return

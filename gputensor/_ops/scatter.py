@@ -11,11 +11,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from gputensor._tensor import Tensor, normalize_dim
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, common_device, kernel, op
+from ._scalar_range import checked_fill_value
 from .copying import clone
 from .reduce import count_nonzero
 from .shape import (
@@ -341,6 +344,11 @@ def _index_fill(self: Tensor, dim: int, index: Tensor, value: Any, inplace: bool
     if index.dim() > 1:
         raise RuntimeError("Index has to be a vector/scalar")
     v = _scalar_value(value, "index_fill_")
+    if (value.is_complex() if isinstance(value, Tensor) else
+            isinstance(value, complex | np.complexfloating)) and not self.is_complex():
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
+    v = checked_fill_value(v, self._dtype)
     common_device(self, index, op_name="index_fill_")
     d = normalize_dim(dim, self.dim())
     _check_bounds(index, _dim_size(self, d), d, wrap=True)
@@ -378,6 +386,7 @@ def _masked_fill(self: Tensor, mask: Tensor, value: Any, inplace: bool) -> Tenso
     _check_mask(mask, "masked_fill_", "masked_fill_ only supports boolean masks, but got mask "
                 "with dtype {dtype}")
     v = _scalar_value(value, "masked_fill_")
+    v = checked_fill_value(v, self._dtype)  # a 0-dim tensor's value too, as PyTorch checks it
     common_device(self, mask, op_name="masked_fill_")
     if inplace:
         _inplace_mask_shape(self, mask)
