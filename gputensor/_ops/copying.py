@@ -13,6 +13,7 @@ from gputensor.kernels.allocation import empty_with_strides, strided_copy
 from gputensor.storage.copy_table import copy_storage
 
 from ._core import broadcast_shapes, empty, op, tensor_method
+from ._overlap import check_overlap
 
 
 @op("_to_copy", method=False, grad={"t": "g.to(t_device)"})
@@ -75,6 +76,7 @@ def copy_(self: Tensor, src: Any, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         from .creation import scalar_tensor
         src = scalar_tensor(src, self._dtype, self.device)
+    check_overlap(self, (src,))
     if needs_graph(self, (src,), {}):
         return apply_inplace(self, lambda: src.to(self.device, self._dtype).expand(self._shape))
     shape = broadcast_shapes(self._shape, src._shape)

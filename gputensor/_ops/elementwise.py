@@ -21,6 +21,7 @@ from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cac
 
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
+from ._overlap import check_overlap
 
 # dtype rules: how the compute dtype and the output dtype follow from the promoted type.
 _FLOAT_RESULT = ("float", "float_compare")
@@ -200,6 +201,10 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
 
     def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
                         inplace: Tensor | None) -> Tensor:
+        if inplace is not None:
+            check_overlap(inplace, inputs)
+        elif isinstance(out, Tensor):  # anything else is refused by check_out below
+            check_overlap(out, inputs)
         planned = _broadcast(op, inputs)
         if planned is None:
             from gputensor.sparse._elementwise import route
@@ -270,6 +275,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             rule = fast_rules.get(dt)
             dev = self._storage.device
             if rule is not None and rule[1] is dt and _same_kind(inputs, dt, self._shape, dev):
+                check_overlap(self, inputs)
                 (cached_kernel(dev.type) or load_kernel(dev.type))(self, inputs, default_params,
                                                                    rule[0])
                 self._storage._version += 1

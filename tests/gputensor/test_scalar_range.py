@@ -65,8 +65,10 @@ def test_fill_checks_the_value_like_pytorch(device: str, dtype: str) -> None:
 
 @pytest.mark.parametrize("dtype", ["uint8", "int8", "int64", "float16", "float32"])
 def test_full_and_fill_like_ops(device: str, dtype: str) -> None:
+    def dt(lib: Any) -> Any:
+        return getattr(lib, dtype)
+
     for v in (300, -1, -256, 1e6, math.nan, 1 + 2j, 2**63):
-        dt = lambda lib: getattr(lib, dtype)  # noqa: E731
         _same(lambda lib, v=v: lib.full((2,), v, dtype=dt(lib)).tolist(), device)
         _same(lambda lib, v=v: lib.full_like(lib.zeros(2, dtype=dt(lib)), v).tolist(), device)
         _same(lambda lib, v=v: lib.zeros(1, dtype=dt(lib)).new_full((2,), v).tolist(), device)
