@@ -46,9 +46,27 @@ def _consumed_dims(item: Any) -> int:
     return 1
 
 
+def _bool_scalar(item: Any) -> bool | None:
+    """The value of a Python/NumPy bool or a 0-dim bool tensor index, else None."""
+    if isinstance(item, bool | np.bool_):
+        return bool(item)
+    if isinstance(item, Tensor) and item.dtype is D.bool and item.dim() == 0:
+        return bool(item.item())
+    return None
+
+
+def _is_advanced(item: Any) -> bool:
+    return not (item is None or item is Ellipsis or isinstance(item, int | np.integer | slice)
+                or _bool_scalar(item) is not None)
+
+
 def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
-    """Apply the basic part of ``index``; return the view and the advanced indices aligned to it."""
+    """Apply the basic part of ``index``; return the view and the advanced indices aligned to it.
+
+    A bool scalar adds a dim of size 1 (True) or 0 (False); next to other advanced indices it
+    is itself one (PyTorch's rule: the index [0] or [] of that new dim, broadcast with them)."""
     items = _normalize(index)
+    bools_are_indices = any(_is_advanced(it) for it in items)
     n_ellipsis = sum(1 for it in items if it is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -70,11 +88,16 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
             shape.append(1)
             stride.append(0)
             adv.append(None)
-        elif isinstance(it, bool | np.bool_):
-            # x[True] adds a dim of size 1; x[False] one of size 0.
-            shape.append(1 if it else 0)
-            stride.append(0)
-            adv.append(None)
+        elif _bool_scalar(it) is not None:
+            flag = _bool_scalar(it)
+            if bools_are_indices:
+                shape.append(1)
+                stride.append(0)
+                adv.append(_bool_index(flag, self.device))
+            else:  # x[True] adds a dim of size 1; x[False] one of size 0
+                shape.append(1 if flag else 0)
+                stride.append(0)
+                adv.append(None)
         elif isinstance(it, int | np.integer):
             size = self._shape[dim]
             i = int(it)
@@ -100,11 +123,6 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
             t = _as_index_tensor(it, self.device)
             if t.dtype is D.bool:
                 k = t.dim()
-                if k == 0:
-                    shape.append(1 if t.item() else 0)
-                    stride.append(0)
-                    adv.append(None)
-                    continue
                 mask_shape = self._shape[dim:dim + k]
                 if tuple(t._shape) != tuple(mask_shape):
                     raise IndexError(f"The shape of the mask {list(t._shape)} at index {dim} "
@@ -131,10 +149,19 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
     return base, adv
 
 
+def _bool_index(flag: bool, device: Any) -> Tensor:
+    from .creation import tensor
+    return tensor([0] if flag else [], dtype=D.int64, device=device)
+
+
 def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
     """Out-of-range indices raise before any kernel touches memory."""
     tensors = [t for t in adv if t is not None]
-    broadcast_shapes(*(t._shape for t in tensors))
+    try:
+        broadcast_shapes(*(t._shape for t in tensors))
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(t._shape)) for t in tensors)) from None
     for d, t in enumerate(adv):
         if t is None or t.numel() == 0:
             continue

@@ -289,7 +289,10 @@ def _np_index(adv: list[Any]) -> tuple:
 
 @CPU.register("_index")
 def index(base: Tensor, adv: list[Any]) -> Tensor:
-    return Tensor._from_np(np.ascontiguousarray(base._host[_np_index(adv)]))
+    r = base._host[_np_index(adv)]
+    # NumPy reads a 0-d integer index as basic indexing (a view of base, maybe 0-d): copy it;
+    # not with np.ascontiguousarray, which turns a 0-d result into shape (1,)
+    return Tensor._from_np(r if r.flags.c_contiguous and r.flags.owndata else r.copy())
 
 
 
