@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from gputensor import _dtype as D
 from gputensor._device import CPU
 from gputensor._tensor import Tensor
@@ -194,6 +196,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     kernels = kernel_cache()  # device type -> kernel; emptied when the profiler swaps tables
     cached_kernel = kernels.get
     resolve_params, int_identity = op.resolve_params, op.int_identity
+    checks_alpha = op.name in ("add", "sub")
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
@@ -214,6 +217,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         if rd is None:
             rd = rule_cache[dt, D._default_dtype] = _rule_dtypes(op, dt)
         compute, out_dt = rd
+        if checks_alpha and params is not default_params:
+            _check_alpha(params[0], out_dt)
         for check in checks:
             check(op, compute, inputs)
         if resolve_params is not None:
@@ -243,6 +248,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             if _same_kind(args, dt, shape, dev):
                 rule = fast_rules.get(dt)
                 if rule is not None:
+                    if checks_alpha and params is not default_params:
+                        _check_alpha(params[0], dt)
                     result = empty_cpu(shape, rule[1]) if dev is CPU else empty(shape, rule[1], dev)
                     (cached_kernel(dev.type) or load_kernel(dev.type))(result, args, params,
                                                                        rule[0])
@@ -289,6 +296,18 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     frontend.__name__ = op.name
     inplace_fn.__name__ = op.name + "_"
     return frontend, inplace_fn
+
+
+def _check_alpha(alpha: Any, dtype: D.dtype) -> None:
+    """add/sub's ``alpha`` must suit the result dtype (PyTorch's alpha_check)."""
+    if isinstance(alpha, bool | np.bool_) and dtype is not D.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float | np.floating) and dtype.category <= D.INTEGRAL:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if isinstance(alpha, complex | np.complexfloating) and not dtype.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
+                           "number.")
 
 
 def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:

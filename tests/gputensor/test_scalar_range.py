@@ -121,3 +121,27 @@ def test_numpy_data_converts_without_python_checks() -> None:
     """torch.tensor(ndarray, dtype=...) casts like NumPy (no range check): so does gt.tensor."""
     a = np.array([300, -1], np.int64)
     assert gt.tensor(a, dtype=gt.uint8).tolist() == torch.tensor(a, dtype=torch.uint8).tolist()
+
+
+ALPHAS = [("int64", "int64", 0.5), ("float64", "float32", False), ("float32", "float32", 1j),
+          ("bool", "bool", True), ("int64", "float32", 0.5), ("int64", "int64", 2),
+          ("complex64", "float32", 1j), ("int32", "int32", np.float64(2.0))]
+
+
+@pytest.mark.parametrize("a,b,alpha", ALPHAS)
+def test_add_sub_alpha_kind_follows_the_result_dtype(device: str, a: str, b: str,
+                                                     alpha: Any) -> None:
+    for name in ("add", "sub"):
+        if name == "sub" and a == b == "bool":
+            continue  # PyTorch refuses bool subtraction for its own reason
+        def case(lib: Any, name: str = name) -> Any:
+            x = lib.tensor([1, 0], dtype=getattr(lib, a))
+            y = lib.tensor([1, 1], dtype=getattr(lib, b))
+            return getattr(lib, name)(x, y, alpha=alpha).tolist()
+
+        def inplace(lib: Any, name: str = name) -> Any:
+            x = lib.tensor([1, 0], dtype=getattr(lib, a))
+            return getattr(x, name + "_")(lib.tensor([1, 1], dtype=getattr(lib, a)),
+                                          alpha=alpha).tolist()
+        _same(case, device)
+        _same(inplace, device)
