@@ -27,7 +27,8 @@ def _within_device(dst, dst_offset: int, src, src_offset: int, count: int) -> No
 
 
 def _host_to_device(dst, dst_offset: int, src, src_offset: int, count: int) -> None:
-    host = src._host_elements(src_offset, count).astype(dst.dtype.np_dtype, copy=False)
+    with np.errstate(all="ignore"):  # casts wrap silently, as PyTorch's do (no warning)
+        host = src._host_elements(src_offset, count).astype(dst.dtype.np_dtype, copy=False)
     DRIVERS[dst.device.type].from_host(dst._untyped._buf, dst_offset * dst.dtype.itemsize, host)
 
 
@@ -40,7 +41,8 @@ def _device_to_host(dst, dst_offset: int, src, src_offset: int, count: int) -> N
 
 def _device_to_device(dst, dst_offset: int, src, src_offset: int, count: int) -> None:
     """Different non-CPU device types: stage through host memory."""
-    host = src._host_elements(src_offset, count).astype(dst.dtype.np_dtype, copy=False)
+    with np.errstate(all="ignore"):  # casts wrap silently, as PyTorch's do (no warning)
+        host = src._host_elements(src_offset, count).astype(dst.dtype.np_dtype, copy=False)
     DRIVERS[dst.device.type].from_host(dst._untyped._buf, dst_offset * dst.dtype.itemsize, host)
 
 

@@ -17,15 +17,24 @@ cuda = pytest.mark.skipif(not gt.cuda.is_available(), reason="no CUDA runtime (s
 
 @pytest.fixture
 def gemm_calls(monkeypatch):
-    """Every runtime gemm call's keyword arguments."""
+    """The keyword arguments of every prepared gemm each product runs (the plans are rebuilt
+    through a spy of the runtime's ``gemm_plan``; on either runtime, ``rt.gemm`` is not on the
+    path a product takes)."""
+    from gputensor.kernels.cuda.ops import linalg
+
     rt = kdevice.runtime()
     calls = []
-    real = rt.gemm
+    real = rt.gemm_plan
 
     def spy(*args, **kw):
-        calls.append(kw)
-        return real(*args, **kw)
-    monkeypatch.setattr(rt, "gemm", spy)
+        run = real(*args, **kw)
+
+        def counted(*a):
+            calls.append(kw)
+            return run(*a)
+        return counted
+    monkeypatch.setattr(rt, "gemm_plan", spy)
+    monkeypatch.setattr(linalg, "_PLANS", {})
     return calls
 
 
