@@ -165,5 +165,6 @@ def as_index_list(dims: Any, ndim: int) -> list[int]:
     from gputensor._tensor import normalize_dim
     out = [normalize_dim(d, ndim) for d in dims]
     if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+        repeated = next(d for i, d in enumerate(out) if d in out[:i])
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return out

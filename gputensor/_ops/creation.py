@@ -263,7 +263,10 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
     dt = _dtype_or_default(dtype)
-    arr = np.linspace(float(start), float(end), steps, dtype=np.float64)
+    # one step is ``start`` whatever ``end`` is (NumPy computes start + 0 * (end - start): NaN
+    # for an infinite end)
+    arr = np.array([float(start)]) if steps == 1 else \
+        np.linspace(float(start), float(end), steps, dtype=np.float64)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
@@ -273,7 +276,8 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     dt = _dtype_or_default(dtype)
-    arr = np.logspace(float(start), float(end), steps, base=base, dtype=np.float64)
+    arr = np.array([float(base) ** float(start)]) if steps == 1 else \
+        np.logspace(float(start), float(end), steps, base=base, dtype=np.float64)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 

@@ -197,6 +197,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     cached_kernel = kernels.get
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
+    refuses_complex_inplace = op.name == "abs"  # a real result cannot replace complex values
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
@@ -266,6 +267,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         return result
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if refuses_complex_inplace and self._dtype.is_complex:
+            raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
         if needs_graph(self, args, kwargs):
             if self._sparse:   # a sparse tensor takes the new entries and the history
                 from gputensor.sparse._autograd_inplace import apply_sparse_inplace

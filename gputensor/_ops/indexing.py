@@ -198,6 +198,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if all(a is None for a in adv):
         base.copy_(value)
         return
+    if isinstance(value, Tensor) and value._dtype is not self._dtype:
+        # PyTorch casts only for x[mask] = 0-dim value (its masked_fill path)
+        if isinstance(index, Tensor) and index.dtype is D.bool and value.dim() == 0:
+            value = value.to(self._dtype)
+        else:
+            _check_index_put_dtypes(self, value)
     _index_put(base, _check_bounds(base, adv), value, accumulate=False)
 
 
@@ -212,10 +218,19 @@ def _index_put(base: Tensor, adv: list[Any], value: Any, accumulate: bool) -> No
     base._storage._version += 1
 
 
+def _check_index_put_dtypes(dst: Tensor, src: Tensor) -> None:
+    if src._dtype is not dst._dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{dst._dtype.legacy_name} for the destination and "
+                           f"{src._dtype.legacy_name} for the source.")
+
+
 def _index_put_into(input: Tensor, indices: tuple, values: Any, accumulate: bool) -> Tensor:
     if not isinstance(indices, tuple | list):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got "
                         f"{type(indices).__name__}")
+    if isinstance(values, Tensor):
+        _check_index_put_dtypes(input, values)
     base, adv = _resolve(input, tuple(indices))
     _index_put(base, _check_bounds(base, adv), values, accumulate)
     return input

@@ -185,6 +185,8 @@ def _unique(input: Tensor, sort_first: bool, return_inverse: bool, return_counts
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The sorted unique elements (or slices along ``dim``), with inverse indices and counts."""
+    if dim is not None and not input.dim():
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     return _unique(input, True, return_inverse, return_counts, dim, "unique")
 
 

@@ -244,8 +244,15 @@ def ravel(input: Tensor) -> Tensor:
     return reshape(input, -1)
 
 
+def _no_dims(dim: Any) -> IndexError:
+    """PyTorch's error for a dim of a 0-dim tensor where the op needs a real one."""
+    return IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+
+
 @op()
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
+    if not input.dim():
+        raise RuntimeError(f"unflatten got an unexpected error:\n{_no_dims(dim)}")
     d = normalize_dim(dim, input.dim())
     sizes = _infer_size(parse_size(sizes), input._shape[d])
     return view(input, input._shape[:d] + sizes + input._shape[d + 1:]) if \
@@ -256,6 +263,8 @@ def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
 
 @op(grad={"input": "into_zeros(g, input_shape, lambda z: z.narrow(dim, start, length))"})
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
+    if not input.dim():
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = normalize_dim(dim, input.dim())
     size = input._shape[d]
     start = int(start)
@@ -286,6 +295,8 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 
 @op(grad={"input": "stack(grads, dim)"})
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
+    if not input.dim():
+        raise _no_dims(dim)
     d = normalize_dim(dim, input.dim())
     return tuple(select(input, d, i) for i in range(input._shape[d]))
 
@@ -295,6 +306,8 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     nd = input.dim()
     src = as_index_list(source, nd)
     dst = as_index_list(destination, nd)
+    if not nd:  # dims 0 and -1 of a 0-dim tensor name no dim to move
+        return input.view(())
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
                            f"should contain the same number of dims as destination ({dst} dims)")

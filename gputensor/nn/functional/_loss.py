@@ -131,6 +131,9 @@ def _check_nll_args(input: Tensor, target: Tensor, weight: Tensor | None) -> Ten
     """PyTorch's nll_loss checks; returns the target (a size-1 vector for a 1-D input becomes
     a scalar, as PyTorch treats it)."""
     ishape, tshape = input._shape, target._shape   # plain tuples: this runs every step
+    if not input._dtype.is_floating_point:
+        raise NotImplementedError(f'"nll_loss_out_frame" not implemented for '
+                                  f"'{input._dtype.legacy_name}'")
     if len(ishape) < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {len(ishape)})")
     if len(ishape) == 1:

@@ -1,0 +1,69 @@
+"""Small PyTorch parities from the strictness issue (issue 15): one-step linspace/logspace with
+an infinite end, duplicate-dim and 0-dim errors, in-place abs of complex, nll_loss of
+non-floating input, index_put dtype rules. Each case runs on both libraries and must give the
+same values or the same exception type and message."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import gputensor as gt
+
+
+def _run(fn: Callable[[Any, str], Any], lib: Any, device: str) -> tuple[str, Any]:
+    try:
+        r = fn(lib, device)
+    except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError) as e:
+        return type(e).__name__, str(e).split("\nException raised from")[0]
+    return "ok", r.tolist() if hasattr(r, "tolist") else r
+
+
+def _set(x: Any, index: Any, value: Any) -> Any:
+    x[index] = value
+    return x
+
+
+CASES: dict[str, Callable[[Any, str], Any]] = {
+    "linspace one step to inf": lambda lib, d: lib.linspace(1, math.inf, 1, device=d),
+    "logspace one step to inf, int64": lambda lib, d: lib.logspace(
+        -5, math.inf, 1, dtype=lib.int64, device=d),
+    "sum over a repeated dim": lambda lib, d: lib.ones(2, 3, device=d).sum(dim=(1, -1)),
+    "complex abs_": lambda lib, d: lib.tensor([1 + 1j], device=d).abs_(),
+    "real abs_": lambda lib, d: lib.tensor([-1.0], device=d).abs_(),
+    "nll_loss of complex": lambda lib, d: lib.nn.functional.nll_loss(
+        lib.zeros(2, 3, dtype=lib.complex64, device=d), lib.tensor([0, 1], device=d)),
+    "nll_loss of int64": lambda lib, d: lib.nn.functional.nll_loss(
+        lib.zeros(2, 3, dtype=lib.int64, device=d), lib.tensor([0, 1], device=d)),
+    "index_put_ of another dtype": lambda lib, d: lib.zeros(2, device=d).index_put_(
+        (lib.tensor([0], device=d),), lib.tensor([5], device=d)),
+    "setitem list index, another dtype": lambda lib, d: _set(
+        lib.zeros(2, device=d), [0], lib.tensor([5.0], dtype=lib.float64, device=d)),
+    "setitem mask, 0-dim of another dtype": lambda lib, d: _set(
+        lib.zeros(2, device=d), lib.tensor([True, False], device=d),
+        lib.tensor(5.0, dtype=lib.float64, device=d)),
+    "setitem slice, another dtype": lambda lib, d: _set(
+        lib.zeros(2, device=d), slice(0, 1), lib.tensor([5], device=d)),
+    "movedim of 0-dim": lambda lib, d: lib.movedim(lib.tensor(1.0, device=d), 0, -1),
+    "movedim of 0-dim, dim 1": lambda lib, d: lib.movedim(lib.tensor(1.0, device=d), 1, 0),
+    "unbind of 0-dim": lambda lib, d: lib.tensor(1.0, device=d).unbind(),
+    "narrow of 0-dim": lambda lib, d: lib.tensor(1.0, device=d).narrow(0, 0, 1),
+    "unflatten of 0-dim": lambda lib, d: lib.tensor(1.0, device=d).unflatten(0, (1,)),
+    "unique(dim=0) of 0-dim": lambda lib, d: lib.unique(lib.tensor(1.0, device=d), dim=0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_pytorch(device: str, name: str) -> None:
+    want = _run(CASES[name], torch, "cpu")
+    got = _run(CASES[name], gt, device)
+    if want[0] == "ok" == got[0]:
+        np.testing.assert_allclose(np.asarray(got[1], dtype=complex),
+                                   np.asarray(want[1], dtype=complex), equal_nan=True)
+    else:
+        assert got == want
