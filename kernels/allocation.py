@@ -27,7 +27,11 @@ def kernel(t: Tensor, op_name: str) -> Callable:
 
 def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     """A new contiguous CPU tensor around a fresh NumPy array (the hot path of every op)."""
-    arr = np.empty(shape, dtype.np_dtype)
+    try:
+        arr = np.empty(shape, dtype.np_dtype)
+    except MemoryError:  # PyTorch's error type, naming the size
+        raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                           f"{math.prod(shape) * dtype.itemsize} bytes.") from None
     storage = object.__new__(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
     t = object.__new__(Tensor)

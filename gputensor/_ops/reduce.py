@@ -441,6 +441,10 @@ def _logical(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | N
     if isinstance(out, Tensor) and out.dtype is not dt:
         raise RuntimeError(f"{name} only supports bool tensor for result, got: "
                            f"{out.dtype.legacy_name}")
+    if isinstance(dim, tuple | list) and not dim:
+        # PyTorch's any/all reduce over no dim for dim=() (sum reduces over all of them)
+        result = (input != 0) if dt is D.bool else (input != 0).to(dt)
+        return _deliver(result, out, name)
     dims = _dims(input, dim)
     result, flat = _alloc(input, dims, keepdim, dt)
     kernel(input, name)(flat, input, dims)

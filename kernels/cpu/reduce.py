@@ -399,6 +399,11 @@ def accumulate(name: str, a: np.ndarray, dims: tuple[int, ...], out_dtype: np.dt
         out = np.empty(pl.O * pl.I, _NUMBA_COMPUTE.get(np.dtype(out_dtype), out_dtype))
     if out.size == 0:
         return out, pl
+    if pl.K == 0 and out.dtype.kind == "c" and "/ n" in FOLDS[name].finalize:
+        # Numba divides complex numbers with Python's rules (0 / 0 raises): an empty mean is
+        # NaN, as the real one and PyTorch give
+        out.fill(complex(math.nan, math.nan))
+        return out, pl
     cen = np.zeros(1) if center is None else center
     par = _parallel(pl)
     mod = _acc_module(name, par)

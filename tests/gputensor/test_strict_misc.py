@@ -55,7 +55,23 @@ CASES: dict[str, Callable[[Any, str], Any]] = {
     "narrow of 0-dim": lambda lib, d: lib.tensor(1.0, device=d).narrow(0, 0, 1),
     "unflatten of 0-dim": lambda lib, d: lib.tensor(1.0, device=d).unflatten(0, (1,)),
     "unique(dim=0) of 0-dim": lambda lib, d: lib.unique(lib.tensor(1.0, device=d), dim=0),
+    "any over dim=()": lambda lib, d: lib.tensor([[1.0, 0.0]], device=d).any(dim=()),
+    "all over dim=[] of uint8": lambda lib, d: lib.tensor([[1, 0]], dtype=lib.uint8,
+                                                          device=d).all(dim=[]),
+    "sum over dim=()": lambda lib, d: lib.tensor([[1.0, 2.0]], device=d).sum(dim=()),
+    "complex mean over an empty dim": lambda lib, d: lib.zeros(
+        0, 2, dtype=lib.complex64, device=d).mean(0),
+    "complex var over an empty dim": lambda lib, d: lib.zeros(
+        0, 2, dtype=lib.complex128, device=d).var(0),
+    "complex std over an empty dim": lambda lib, d: lib.zeros(
+        0, 2, dtype=lib.complex64, device=d).std(0),
 }
+
+
+def test_an_impossible_cpu_allocation_is_pytorchs_runtime_error() -> None:
+    with pytest.raises(RuntimeError, match="can't allocate memory: you tried to allocate "
+                                           "4611686018427387904 bytes"):
+        gt.empty(2**40, 2**20)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
