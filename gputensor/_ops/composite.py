@@ -39,7 +39,17 @@ def _clamp_bounds(input: Tensor, min: Any, max: Any) -> tuple[Any, Any]:
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None"
                            .replace("torch", "gputensor"))
-    dt = result_type(input, *(b for b in (min, max) if b is not None))
+    bounds = [b for b in (min, max) if b is not None]
+    if any(isinstance(b, Tensor) for b in bounds) and \
+            any(not isinstance(b, Tensor) for b in bounds):
+        # PyTorch binds a 0-dim tensor next to a number to its Scalar overload (the value)
+        min, max = (b.item() if isinstance(b, Tensor) and not b.dim() else b
+                    for b in (min, max))
+        bounds = [b for b in (min, max) if b is not None]
+    dt = result_type(input, *bounds)
+    if not any(isinstance(b, Tensor) for b in bounds):  # the Scalar overload converts them
+        for b in bounds:
+            checked_fill_value(b, dt)
     # The missing bound must not take part in promotion: use a value of the result's category.
     if dt.category >= D.FLOATING:
         lo, hi = -float("inf"), float("inf")

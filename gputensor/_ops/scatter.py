@@ -309,6 +309,10 @@ def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: 
                            f"got (self) {self.dtype.legacy_name} and (source) "
                            f"{source.dtype.legacy_name}")
     common_device(self, index, source, op_name="index_copy_")
+    if source.dim() and self.dim() and source.dim() != self.dim():
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({self.dim()})")
     d = normalize_dim(dim, self.dim())
     if index.numel() != _dim_size(source, d):
         raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "

@@ -21,7 +21,9 @@ def _run(fn: Callable[[Any, str], Any], lib: Any, device: str) -> tuple[str, Any
         r = fn(lib, device)
     except (RuntimeError, IndexError, TypeError, ValueError, NotImplementedError) as e:
         return type(e).__name__, str(e).split("\nException raised from")[0]
-    return "ok", r.tolist() if hasattr(r, "tolist") else r
+    if hasattr(r, "dtype"):  # values and dtype name
+        return "ok", (r.tolist(), str(r.dtype).split(".")[-1])
+    return "ok", r
 
 
 def _set(x: Any, index: Any, value: Any) -> Any:
@@ -59,6 +61,18 @@ CASES: dict[str, Callable[[Any, str], Any]] = {
     "all over dim=[] of uint8": lambda lib, d: lib.tensor([[1, 0]], dtype=lib.uint8,
                                                           device=d).all(dim=[]),
     "sum over dim=()": lambda lib, d: lib.tensor([[1.0, 2.0]], device=d).sum(dim=()),
+    "clamp with a 0-dim tensor and a number": lambda lib, d: lib.clamp(
+        lib.tensor([1, 5], dtype=lib.int32, device=d),
+        lib.tensor(0.5, dtype=lib.float64, device=d), 2),
+    "clamp with a 0-dim tensor only": lambda lib, d: lib.clamp(
+        lib.tensor([1, 5], dtype=lib.int32, device=d), lib.tensor(0.5, dtype=lib.float64,
+                                                                   device=d)),
+    "clamp uint8 with max 300": lambda lib, d: lib.zeros(3, dtype=lib.uint8, device=d).clamp(
+        max=300),
+    "clamp uint8 with min -1": lambda lib, d: lib.zeros(3, dtype=lib.uint8, device=d).clamp(
+        min=-1),
+    "index_copy_ of a lower-rank source": lambda lib, d: lib.zeros(2, 3, device=d).index_copy_(
+        0, lib.tensor([0], device=d), lib.tensor([1.0, 2.0, 3.0], device=d)),
     "complex mean over an empty dim": lambda lib, d: lib.zeros(
         0, 2, dtype=lib.complex64, device=d).mean(0),
     "complex var over an empty dim": lambda lib, d: lib.zeros(
@@ -78,8 +92,11 @@ def test_an_impossible_cpu_allocation_is_pytorchs_runtime_error() -> None:
 def test_matches_pytorch(device: str, name: str) -> None:
     want = _run(CASES[name], torch, "cpu")
     got = _run(CASES[name], gt, device)
-    if want[0] == "ok" == got[0]:
-        np.testing.assert_allclose(np.asarray(got[1], dtype=complex),
-                                   np.asarray(want[1], dtype=complex), equal_nan=True)
+    if want[0] == "ok" == got[0] and isinstance(want[1], tuple):
+        assert got[1][1] == want[1][1]  # dtype
+        np.testing.assert_allclose(np.asarray(got[1][0], dtype=complex),
+                                   np.asarray(want[1][0], dtype=complex), equal_nan=True)
+    elif want[0] == "ok" == got[0]:
+        assert len(got[1]) == len(want[1])  # a tuple of tensors (unbind)
     else:
         assert got == want
