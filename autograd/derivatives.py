@@ -212,7 +212,9 @@ class Derivative:
                 i = names.index(name) if name in names else -1
                 if 0 <= i < n_args:
                     x = args[i]
-                    saved[name] = SavedTensor(x) if isinstance(x, _Tensor) else x
+                    # a number operand is a saved (wrapped-number) tensor in PyTorch: freed
+                    # by backward like one
+                    saved[name] = SavedTensor(x) if isinstance(x, _Tensor) else _SavedNumber(x)
                 elif i >= n_args:
                     saved[name] = params[i - n_args]
                 else:
@@ -312,8 +314,25 @@ class Derivative:
         return x
 
 
+class _SavedNumber:
+    """A Python number operand saved for backward (released with the saved tensors)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def unpack(self, node: Node) -> Any:
+        return self.value
+
+
+def _freed_by_backward(value: Any) -> bool:
+    return isinstance(value, SavedTensor | _SavedNumber) or (
+        isinstance(value, list | tuple) and bool(value) and isinstance(value[0], SavedTensor))
+
+
 def _unpack(value: Any, node: Node) -> Any:
-    if isinstance(value, SavedTensor):
+    if isinstance(value, SavedTensor | _SavedNumber):
         return value.unpack(node)
     if isinstance(value, list | tuple) and value and isinstance(value[0], SavedTensor):
         return type(value)(v.unpack(node) for v in value)
@@ -326,8 +345,8 @@ class OpNode(Node):
     __slots__ = ("derivative", "slots", "saved")
 
     def apply(self, grads: list[Any]) -> list[Any]:
-        if self._released:
-            self.check_not_released()
+        # A released node still runs when its formulas need no saved tensor (PyTorch's rule:
+        # a second backward through x + 1 works, through x * y raises).
         if self.out_meta:
             grads = list(grads)
             for i, g in enumerate(grads):
@@ -345,7 +364,10 @@ class OpNode(Node):
                 for n in names:
                     v = env.get(n, _MISSING)
                     if v is _MISSING:
-                        v = _unpack(self.saved[n], self)
+                        sv = self.saved.get(n, _MISSING)
+                        if sv is _MISSING:
+                            self.check_not_released()
+                        v = _unpack(sv, self)
                     vals.append(v)
                 r = results[arg] = fn(*vals)
             gi = r[index] if index >= 0 and r is not None else r
@@ -355,8 +377,8 @@ class OpNode(Node):
         return out
 
     def release(self) -> None:
-        self._released = True
-        self.saved = {}
+        self._released = True  # parameters (alpha, dims...) stay: they are not tensors
+        self.saved = {k: v for k, v in self.saved.items() if not _freed_by_backward(v)}
 
 
 

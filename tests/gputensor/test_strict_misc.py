@@ -100,3 +100,29 @@ def test_matches_pytorch(device: str, name: str) -> None:
         assert len(got[1]) == len(want[1])  # a tuple of tensors (unbind)
     else:
         assert got == want
+
+
+def _backward_twice(lib: Any, device: str, body: Callable[[Any], Any]) -> Any:
+    x = lib.tensor([1.0, 2.0], device=device, requires_grad=True)
+    y = body(x).sum()
+    y.backward()
+    y.backward()
+    return x.grad
+
+
+TWICE = {"add": lambda x: x + 1, "sub of a view": lambda x: x.view(2, 1).t() - 3,
+         "mul by a number": lambda x: x * 2, "mul": lambda x: x * x, "exp": lambda x: x.exp(),
+         "neg then add": lambda x: -x + 2}
+
+
+@pytest.mark.parametrize("name", sorted(TWICE))
+def test_a_second_backward_runs_where_no_saved_tensor_is_needed(device: str, name: str) -> None:
+    """PyTorch frees saved tensors (and number operands) after backward, not the graph."""
+    case = CASES_TWICE = lambda lib, d: _backward_twice(lib, d, TWICE[name])  # noqa: E731
+    want = _run(case, torch, "cpu")
+    got = _run(CASES_TWICE, gt, device)
+    assert got[0] == want[0]
+    if want[0] == "ok":
+        assert got[1] == want[1]
+    else:  # gputensor's message also names the node
+        assert got[1].startswith("Trying to backward through the graph a second time")
