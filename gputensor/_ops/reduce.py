@@ -609,26 +609,32 @@ def _select_grad(g: Tensor, input: Any, indices: Tensor | None, dim: Any, keepdi
 
 
 def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim: Any, keepdim: bool) -> Tensor:
-    """d prod / d x_i is the product of the others: out / x_i without zeros. With zeros in a
-    slice (Z its zeros, P the product of its nonzeros) it is P / x_i or P (i in Z) times the
-    product of the zeros other than i: 1 if there are none, the other zero's value if one (0,
-    but its derivative is needed for double backward), else 0. First-order values are
-    PyTorch's prod_backward."""
+    """d prod / d x_i is the product of the others: out / x_i without zeros; with zeros, the
+    product of the elements before i times the product of those after it (exclusive
+    cumulative products, as PyTorch's prod_safe_zeros_backward: no division, so an inf next
+    to a zero gives PyTorch's values, and the cumprods keep double backward right)."""
     if input.dtype is not g.dtype:
         input = input.to(g.dtype)
     gx = expand_reduced(g, input.shape, dim, keepdim)
     zero = input == 0
     if not bool(zero.any()):
         return gx * cj(unsqueeze_like(out, input.shape, dim, keepdim) / input)
-    where = OPS["where"].frontend
-    safe = where(zero, 1.0, input)
-    nonzeros = safe.prod(dim, keepdim=True)
-    count = zero.sum(dim, keepdim=True)
-    others = where(zero, count - 1, count)  # zeros other than position i
-    at_zeros = masked(input, zero)
-    other_zero = at_zeros.sum(dim, keepdim=True) - at_zeros
-    zeros_factor = where(others == 0, 1.0, masked(other_zero, others == 1))
-    return gx * cj(zeros_factor * where(zero, nonzeros, nonzeros / safe))
+    if input.dim() == 0:
+        return gx
+    x, d = (input.reshape(-1), 0) if dim is None else (input, normalize_dim(dim, input.dim()))
+    before, after = _exclusive_prod(x, d, False), _exclusive_prod(x, d, True)
+    return gx * cj((before * after).reshape(input.shape))
+
+
+def _exclusive_prod(x: Tensor, d: int, reverse: bool) -> Tensor:
+    """Along dim ``d``: the product of the elements before each one (after it: ``reverse``)."""
+    n = x.shape[d]
+    if reverse:
+        return _exclusive_prod(x.flip(d), d, False).flip(d)
+    one = OPS["ones_like"].frontend(x.narrow(d, 0, 1))
+    if n == 1:
+        return one
+    return OPS["cat"].frontend([one, x.cumprod(d).narrow(d, 0, n - 1)], d)
 
 
 def _cumprod_grad(g: Tensor, input: Tensor, out: Tensor, dim: int) -> Tensor:

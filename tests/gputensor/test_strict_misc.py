@@ -126,3 +126,19 @@ def test_a_second_backward_runs_where_no_saved_tensor_is_needed(device: str, nam
         assert got[1] == want[1]
     else:  # gputensor's message also names the node
         assert got[1].startswith("Trying to backward through the graph a second time")
+
+
+@pytest.mark.parametrize("vals", [[2.0, math.inf, 0.0], [0.0, math.inf, 3.0],
+                                  [math.inf, 0.0, 0.0], [-math.inf, 2.0, 0.0, 5.0]])
+def test_prod_backward_with_zeros_and_infinities(device: str, vals: list) -> None:
+    """PyTorch's exclusive-cumprod gradient where a zero is present (no 0 * inf / inf)."""
+    t = torch.tensor(vals, requires_grad=True)
+    t.prod().backward()
+    x = gt.tensor(vals, device=device, requires_grad=True)
+    x.prod().backward()
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), t.grad.numpy())
+    t2 = torch.tensor([vals, vals[::-1]], requires_grad=True)
+    t2.prod(1).sum().backward()
+    x2 = gt.tensor([vals, vals[::-1]], device=device, requires_grad=True)
+    x2.prod(1).sum().backward()
+    np.testing.assert_array_equal(x2.grad.cpu().numpy(), t2.grad.numpy())
