@@ -621,6 +621,8 @@ def _prod_grad(g: Tensor, input: Tensor, out: Tensor, dim: Any, keepdim: bool) -
         return gx * cj(unsqueeze_like(out, input.shape, dim, keepdim) / input)
     if input.dim() == 0:
         return gx
+    if dim is None and int(zero.sum()) > 1:
+        return gx * 0  # PyTorch's full-product rule: two zeros make every gradient 0
     x, d = (input.reshape(-1), 0) if dim is None else (input, normalize_dim(dim, input.dim()))
     before, after = _exclusive_prod(x, d, False), _exclusive_prod(x, d, True)
     return gx * cj((before * after).reshape(input.shape))
