@@ -180,8 +180,26 @@ def _ipow(a, b):
             return result
         return impl
     if _any_complex(a, b):
-        return lambda a, b: _complex_zero_pow(b) if a == 0 else a ** b
+        return lambda a, b: _complex_zero_pow(b) if a == 0 else _complex_pow(a, b)
     return lambda a, b: a ** b
+
+
+@njit(cache=True)
+def _complex_pow(a, b):
+    # A small integer power by repeated squaring (exact where exp(b log a) is not: 1j ** 1
+    # would be 6e-17+1j), as NumPy, PyTorch's CPU kernel and the CUDA backend compute it.
+    bc = complex(b)
+    if bc.imag == 0 and bc.real == math.trunc(bc.real) and abs(bc.real) <= 64:
+        n = int(abs(bc.real))
+        r = a - a + 1
+        x = a
+        while n:
+            if n & 1:
+                r = r * x
+            x = x * x
+            n >>= 1
+        return _complex_div(complex(1.0, 0.0), complex(r)) if bc.real < 0 else r
+    return a ** b
 
 
 @njit(cache=True)

@@ -176,6 +176,17 @@ __device__ __forceinline__ zd pow(zd a, zd b) {
         const double nan = __longlong_as_double(0x7ff8000000000000LL);
         return b.re < 0 ? zd(inf, nan) : zd(nan, nan);
     }
+    if (b.im == 0 && b.re == ::trunc(b.re) && ::fabs(b.re) <= 64) {
+        // a small integer power by repeated squaring, as NumPy and PyTorch's CPU kernel: exact
+        // where exp(b log a) is not (1j ** 1 would be 6e-17+1j)
+        long long n = (long long)::fabs(b.re);
+        zd r(1, 0), x = a;
+        for (; n; n >>= 1) {
+            if (n & 1) r = r * x;
+            x = x * x;
+        }
+        return b.re < 0 ? zd(1, 0) / r : r;
+    }
     return exp(b * log(a));
 }
 }  // namespace cplx

@@ -142,3 +142,14 @@ def test_prod_backward_with_zeros_and_infinities(device: str, vals: list) -> Non
     x2 = gt.tensor([vals, vals[::-1]], device=device, requires_grad=True)
     x2.prod(1).sum().backward()
     np.testing.assert_array_equal(x2.grad.cpu().numpy(), t2.grad.numpy())
+
+
+@pytest.mark.parametrize("exponent", [1, 2, 3, -1, -2, 0, 1 + 0j, 3.0])
+def test_complex_integer_powers_are_exact(device: str, exponent: Any) -> None:
+    """Small integer powers multiply (NumPy's and PyTorch's CPU results), not exp(b log a)."""
+    vals = [1j, 1 + 1j, 0.5 - 2j, -3 + 0.25j]
+    want = (torch.tensor(vals) ** exponent).numpy()
+    got = (gt.tensor(vals, device=device) ** exponent).cpu().numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+    assert (gt.tensor([1j], device=device) ** exponent).cpu().numpy().real[0] == \
+        (torch.tensor([1j]) ** exponent).numpy().real[0]
