@@ -34,6 +34,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     statistics,
     tensor_extras,
     views,
+    volumetric,
 )
 
 # PyTorch's other names for ops declared in this package (functions, methods and in-place

@@ -29,7 +29,8 @@ Derivatives: conv's input gradient is linear in (grad_output, weight) and its we
 in (grad_output, input), so every backward op's own derivative is another conv op and double
 backward works. Max pooling fills an ``indices`` buffer its caller allocates, so backward saves
 the indices and never the pooled output (an in-place relu after the pool stays legal).
-1-D convolution and pooling are composites over the 2-D ops with a unit height.
+1-D convolution and pooling are composites over the 2-D ops with a unit height; the 3-D ops
+(volumetric.py) are composites over the 2-D ops too.
 """
 
 from __future__ import annotations

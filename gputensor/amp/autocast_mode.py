@@ -39,7 +39,8 @@ from gputensor import _dtype as D
 # gputensor has. They differ by device type: on the CPU only losses and a few reductions are
 # kept in float32, and cat/stack promote.
 _LOWER = ("matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "linear", "conv1d", "conv2d",
-          "conv_transpose1d", "conv_transpose2d", "prelu", "scaled_dot_product_attention")
+          "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
+          "scaled_dot_product_attention")
 _LOSSES = ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss",
            "binary_cross_entropy_with_logits", "kl_div", "cosine_embedding_loss",
            "margin_ranking_loss", "soft_margin_loss", "hinge_embedding_loss", "poisson_nll_loss",

@@ -1,5 +1,5 @@
-"""Power-average pooling and max unpooling (torch.nn.functional's lp_pool1d/2d and
-max_unpool1d/2d), composed of the pools, elementwise ops and a scatter, so gradients and both
+"""Power-average pooling and max unpooling (torch.nn.functional's lp_pool1d/2d/3d and
+max_unpool1d/2d/3d), composed of the pools, elementwise ops and a scatter, so gradients and both
 devices follow."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import Any
 import gputensor as gt
 from gputensor._tensor import Tensor
 
-from ._pooling import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from ._pooling import avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d, max_pool2d, max_pool3d
 
-__all__ = ["lp_pool1d", "lp_pool2d", "max_unpool1d", "max_unpool2d"]
+__all__ = ["lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d",
+           "max_unpool3d"]
 
 
 def _tuple(v: Any, n: int) -> tuple[int, ...]:
@@ -48,6 +49,18 @@ def lp_pool2d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = N
     return _lp(input, norm_type, kw * kh, out)
 
 
+def lp_pool3d(input: Tensor, norm_type: float, kernel_size: Any, stride: Any = None,
+              ceil_mode: bool = False) -> Tensor:
+    """``lp_pool1d`` over the three spatial dims of (N, C, D, H, W) input."""
+    kd, kh, kw = _tuple(kernel_size, 3)
+    if norm_type == float("inf"):
+        return max_pool3d(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if norm_type == -float("inf"):
+        return -max_pool3d(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    out = avg_pool3d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    return _lp(input, norm_type, kd * kh * kw, out)
+
+
 def _unpool_size(input: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...],
                  padding: tuple[int, ...], output_size: Any) -> list[int]:
     default = [(input.shape[-len(kernel) + d] - 1) * stride[d] + kernel[d] - 2 * padding[d]
@@ -73,7 +86,7 @@ def _unpool_size(input: Tensor, kernel: tuple[int, ...], stride: tuple[int, ...]
     return out
 
 
-def _unpool(input: Tensor, indices: Tensor, size: list[int], name: str) -> Tensor:
+def _unpool(input: Tensor, indices: Tensor, size: list[int]) -> Tensor:
     if tuple(indices.shape) != tuple(input.shape):
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(input.shape)}) but got indices tensor with shape: "
@@ -86,7 +99,7 @@ def _unpool(input: Tensor, indices: Tensor, size: list[int], name: str) -> Tenso
     flat_in = input.reshape(*lead, -1)
     flat_idx = indices.reshape(*lead, -1)
     if flat_idx.numel() and bool(((flat_idx < 0) | (flat_idx >= total)).any()):
-        raise RuntimeError(f"{name}(): Found an invalid max index: "
+        raise RuntimeError(f"Found an invalid max index: "
                            f"{int(flat_idx.max())} (output volumes are of size "
                            f"{'x'.join(map(str, size))}")
     out = gt.zeros(*lead, total, dtype=input.dtype, device=input.device)
@@ -99,7 +112,7 @@ def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     k = _tuple(kernel_size, 1)
     s = _tuple(stride, 1) if stride is not None else k
     size = _unpool_size(input, k, s, _tuple(padding, 1), output_size)
-    return _unpool(input, indices, size, "max_unpooling1d")
+    return _unpool(input, indices, size)
 
 
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
@@ -108,4 +121,13 @@ def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any =
     k = _tuple(kernel_size, 2)
     s = _tuple(stride, 2) if stride is not None else k
     size = _unpool_size(input, k, s, _tuple(padding, 2), output_size)
-    return _unpool(input, indices, size, "max_unpooling2d")
+    return _unpool(input, indices, size)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
+                 padding: Any = 0, output_size: Any = None) -> Tensor:
+    """MaxPool3d's partial inverse: each value back at its max's position, zeros elsewhere."""
+    k = _tuple(kernel_size, 3)
+    s = _tuple(stride, 3) if stride is not None else k
+    size = _unpool_size(input, k, s, _tuple(padding, 3), output_size)
+    return _unpool(input, indices, size)

@@ -1,7 +1,8 @@
-"""Pooling: max/avg pooling in 1-D and 2-D and their adaptive forms.
+"""Pooling: max/avg pooling in 1-D, 2-D and 3-D and their adaptive forms.
 
-Most are declared in gputensor/_ops/conv.py (also gt.*); adaptive_max_pool1d lives here only,
-since torch.adaptive_max_pool1d has other semantics (it always returns the indices).
+Most are declared in gputensor/_ops/conv.py and volumetric.py (the ops among them are also gt.*);
+adaptive_max_pool1d lives here only, since torch.adaptive_max_pool1d has other semantics (it
+always returns the indices).
 """
 
 from __future__ import annotations
@@ -17,12 +18,20 @@ from gputensor._ops.conv import (
     max_pool1d,
     max_pool2d,
 )
+from gputensor._ops.volumetric import (
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    avg_pool3d,
+    max_pool3d,
+)
 from gputensor._tensor import Tensor
 
-__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d",
-           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
-           "adaptive_max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "max_pool1d",
-           "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices"]
+__all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d",
+           "adaptive_max_pool1d", "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d",
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d",
+           "adaptive_max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+           "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+           "max_pool3d", "max_pool3d_with_indices"]
 
 
 def max_pool1d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
@@ -37,9 +46,20 @@ def max_pool2d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
+def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
+                            padding: Any = 0, dilation: Any = 1, ceil_mode: bool = False,
+                            return_indices: bool = True) -> tuple[Tensor, Tensor]:
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
 def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,
                                      return_indices: bool = True) -> tuple[Tensor, Tensor]:
     return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,
+                                     return_indices: bool = True) -> tuple[Tensor, Tensor]:
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 def _length(output_size: Any) -> int | None:

@@ -1,4 +1,4 @@
-"""Convolution layers: Conv1d, Conv2d, ConvTranspose1d and ConvTranspose2d."""
+"""Convolution layers: Conv1d/2d/3d and ConvTranspose1d/2d/3d."""
 
 from __future__ import annotations
 
@@ -9,12 +9,20 @@ from typing import Any
 import gputensor as gt
 from gputensor._tensor import Tensor
 from gputensor.nn import init
-from gputensor.nn.functional._conv import conv1d, conv2d, conv_transpose1d, conv_transpose2d
+from gputensor.nn.functional._conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
 from gputensor.nn.parameter import Parameter
 
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
@@ -158,6 +166,14 @@ class Conv2d(_Conv):
     _fn = staticmethod(conv2d)
 
 
+class Conv3d(_Conv):
+    """3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W); weight
+    (C_out, C_in/groups, kD, kH, kW)."""
+
+    _dims = 3
+    _fn = staticmethod(conv3d)
+
+
 class _ConvTranspose(_ConvNd):
     _fn: Any = None
 
@@ -214,3 +230,10 @@ class ConvTranspose2d(_ConvTranspose):
 
     _dims = 2
     _fn = staticmethod(conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution; weight (C_in, C_out/groups, kD, kH, kW)."""
+
+    _dims = 3
+    _fn = staticmethod(conv_transpose3d)

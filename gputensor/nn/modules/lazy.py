@@ -1,5 +1,5 @@
 """Lazy layers: the input size is read from the first input (torch.nn's LazyLinear,
-LazyConv1d/2d, LazyConvTranspose1d/2d, LazyBatchNorm1d/2d/3d, LazyInstanceNorm1d/2d/3d).
+LazyConv1d/2d/3d, LazyConvTranspose1d/2d/3d, LazyBatchNorm1d/2d/3d, LazyInstanceNorm1d/2d/3d).
 
 Until then the layer holds ``UninitializedParameter``/``UninitializedBuffer`` placeholders. A
 forward pre-hook materialises them in place (the same Parameter objects, so an optimizer made
@@ -18,12 +18,13 @@ from gputensor._tensor import Tensor
 from gputensor.nn.parameter import Parameter
 
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .linear import Linear
 
 __all__ = ["UninitializedParameter", "UninitializedBuffer", "LazyLinear", "LazyConv1d",
-           "LazyConv2d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyBatchNorm1d",
+           "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyConvTranspose3d", "LazyBatchNorm1d",
            "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
 
@@ -236,6 +237,11 @@ class LazyConv2d(_LazyConv, Conv2d):
     cls_to_become = Conv2d
 
 
+class LazyConv3d(_LazyConv, Conv3d):
+    cls_to_become = Conv3d
+    _dims = 3
+
+
 class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
     cls_to_become = ConvTranspose1d
     _dims = 1
@@ -243,6 +249,11 @@ class LazyConvTranspose1d(_LazyConvTranspose, ConvTranspose1d):
 
 class LazyConvTranspose2d(_LazyConvTranspose, ConvTranspose2d):
     cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d
+    _dims = 3
 
 
 class _LazyNormMixin(LazyModuleMixin):

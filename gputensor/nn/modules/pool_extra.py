@@ -1,15 +1,22 @@
-"""LPPool1d/2d and MaxUnpool1d/2d (torch.nn's)."""
+"""LPPool1d/2d/3d and MaxUnpool1d/2d/3d (torch.nn's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gputensor._tensor import Tensor
-from gputensor.nn.functional._pool_extra import lp_pool1d, lp_pool2d, max_unpool1d, max_unpool2d
+from gputensor.nn.functional._pool_extra import (
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 
 from .module import Module
 
-__all__ = ["LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d"]
+__all__ = ["LPPool1d", "LPPool2d", "LPPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
 
 
 def _ntuple(v: Any, n: int) -> tuple[int, ...]:
@@ -46,6 +53,14 @@ class LPPool2d(_LPPoolNd):
                          self.ceil_mode)
 
 
+class LPPool3d(_LPPoolNd):
+    """Power-average pooling over (N, C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride,
+                         self.ceil_mode)
+
+
 class _MaxUnpoolNd(Module):
     _dims = 1
 
@@ -74,4 +89,14 @@ class MaxUnpool2d(_MaxUnpoolNd):
 
     def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
         return max_unpool2d(input, indices, self.kernel_size, self.stride, self.padding,
+                            output_size)
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """MaxPool3d's partial inverse (values back at their max positions, zeros elsewhere)."""
+
+    _dims = 3
+
+    def forward(self, input: Tensor, indices: Tensor, output_size: Any = None) -> Tensor:
+        return max_unpool3d(input, indices, self.kernel_size, self.stride, self.padding,
                             output_size)

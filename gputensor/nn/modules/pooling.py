@@ -1,4 +1,5 @@
-"""Pooling layers: MaxPool1d/2d, AvgPool1d/2d, AdaptiveAvgPool1d/2d, AdaptiveMaxPool1d/2d."""
+"""Pooling layers: MaxPool1d/2d/3d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d/3d and
+AdaptiveMaxPool1d/2d/3d."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from gputensor._tensor import Tensor
 from gputensor.nn.functional._pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
 )
 
 from .module import Module
 
-__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
-           "AvgPool1d", "AvgPool2d", "MaxPool1d", "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
+           "MaxPool1d", "MaxPool2d", "MaxPool3d"]
 
 
 class _MaxPoolNd(Module):
@@ -58,6 +64,14 @@ class MaxPool2d(_MaxPoolNd):
                           self.ceil_mode, self.return_indices)
 
 
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W)."""
+
+    def forward(self, input: Tensor) -> Any:
+        return max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                          self.ceil_mode, self.return_indices)
+
+
 class AvgPool1d(Module):
     """1-D average pooling over (N, C, L) or (C, L)."""
 
@@ -84,8 +98,8 @@ def _single(value: Any) -> tuple:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
 
 
-class AvgPool2d(Module):
-    """2-D average pooling over (N, C, H, W) or (C, H, W)."""
+class _AvgPoolNd(Module):
+    """Average pooling with PyTorch's 2-D/3-D attributes (stored as given)."""
 
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                      "divisor_override"]
@@ -101,12 +115,24 @@ class AvgPool2d(Module):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over (N, C, H, W) or (C, H, W)."""
+
     def forward(self, input: Tensor) -> Tensor:
         return avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                           self.count_include_pad, self.divisor_override)
 
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling over (N, C, D, H, W) or (C, D, H, W)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                          self.count_include_pad, self.divisor_override)
 
 
 class _AdaptiveAvgPoolNd(Module):
@@ -134,6 +160,13 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
         return adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """Average pooling to a fixed (D, H, W) ``output_size`` (None keeps the input's size)."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return adaptive_avg_pool3d(input, self.output_size)
+
+
 class _AdaptiveMaxPoolNd(Module):
     __constants__ = ["output_size", "return_indices"]
 
@@ -158,3 +191,10 @@ class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
 
     def forward(self, input: Tensor) -> Any:
         return adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """Max pooling to a fixed (D, H, W) ``output_size`` (None keeps the input's size)."""
+
+    def forward(self, input: Tensor) -> Any:
+        return adaptive_max_pool3d(input, self.output_size, self.return_indices)
