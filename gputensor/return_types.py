@@ -10,6 +10,8 @@ topk = namedtuple("topk", ["values", "indices"])
 kthvalue = namedtuple("kthvalue", ["values", "indices"])
 median = namedtuple("median", ["values", "indices"])
 nanmedian = namedtuple("nanmedian", ["values", "indices"])
+cummax = namedtuple("cummax", ["values", "indices"])
+cummin = namedtuple("cummin", ["values", "indices"])
 
-for _t in (max, min, aminmax, sort, topk, kthvalue, median, nanmedian):
+for _t in (max, min, aminmax, sort, topk, kthvalue, median, nanmedian, cummax, cummin):
     _t.__module__ = "gputensor.return_types"

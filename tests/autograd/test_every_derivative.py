@@ -455,6 +455,11 @@ def _scans(device: str) -> tuple:
     return lambda x: (gt.cumsum(x, 1), gt.cumprod(x, 1)), (_signed(device, 2, 3),)
 
 
+@_sample("logcumsumexp")
+def _logcumsumexp(device: str) -> tuple:
+    return lambda x: (gt.logcumsumexp(x, 1), gt.logcumsumexp(x, 0)), (_signed(device, 2, 3),)
+
+
 @_sample("softmax", gradgrad=("_softmax_backward",))
 def _softmax(device: str) -> tuple:
     return lambda x: gt.softmax(x, 1), (_uniform(device, 2, 3),)
