@@ -155,6 +155,7 @@ from gputensor.nn.modules.module import typename  # noqa: E402
 from gputensor import datasets  # noqa: E402
 from gputensor import profiler  # noqa: E402
 from gputensor import library  # noqa: E402
+from gputensor import random  # noqa: E402  (torch.random's names)
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,

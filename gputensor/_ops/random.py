@@ -6,6 +6,10 @@ CUDA has its own kernels, which draw on the device from the generator's Philox s
 the CPU's numbers (kernels/cuda/ops/random.py), so a CPU generator may drive CUDA sampling too.
 A device whose backend has no sampling kernel gets its values drawn on the host from the same
 generator and copied over through the copy table (``convert`` / ``copy_``).
+
+An mt19937 generator (PyTorch's CPU stream, ``gt.Generator(algorithm="mt19937")``) samples
+with the ``mt19937.<op>`` kernels (kernels/cpu/random_torch.py); only the CPU has them, so on
+another device such a generator's samples are drawn on the host and copied over.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 from gputensor import _dtype as D
 from gputensor._device import CPU
 from gputensor._device import device as Device
-from gputensor._random import Generator, default_generator_for
+from gputensor._random import MT19937, Generator, default_generator_for
 from gputensor._tensor import Tensor, new_shape
 from gputensor.kernels.registry import BACKENDS
 
@@ -42,6 +46,11 @@ def _generator(generator: Any, dev: Device) -> Generator:
     return generator
 
 
+def _stream_kernel(name: str, gen: Generator) -> str:
+    """The kernel name for ``gen``'s stream: mt19937 generators have their own samplers."""
+    return f"mt19937.{name}" if gen.algorithm == MT19937 else name
+
+
 def _device_kernel(dev: Device, name: str) -> Any:
     backend = BACKENDS.get((dev.type, "strided"))
     return None if backend is None else backend.kernels.get(name)
@@ -53,6 +62,7 @@ def _host_args(args: tuple) -> list:
 
 def _sample_into(dest: Tensor, name: str, gen: Generator, *args: Any) -> Tensor:
     """Fill ``dest`` in place (any strides) with kernel ``name``; bumps its version once."""
+    name = _stream_kernel(name, gen)
     k = _device_kernel(dest.device, name)
     if k is not None:
         k(dest, gen, *args)
@@ -66,6 +76,7 @@ def _sample_into(dest: Tensor, name: str, gen: Generator, *args: Any) -> Tensor:
 def _sample_new(shape: tuple[int, ...], dt: D.dtype, dev: Device, name: str, gen: Generator,
                 *args: Any) -> Tensor:
     """A fresh tensor of samples (version 0)."""
+    name = _stream_kernel(name, gen)
     k = _device_kernel(dev, name)
     if k is not None:
         t = empty(shape, dt, dev)
@@ -533,13 +544,17 @@ def random_(self: Tensor, *args: Any, to: Any = _UNSET, generator: Generator | N
         low, to = 0, args[0]  # random_(to)
     else:
         low = args[0] if args else 0
+    bounded = bool(args) or to is not _UNSET or "from" in kwargs
     low = _as_int(_pop_from(kwargs, low, "random_"), "from", "random_")
     high = _default_high(self.dtype) if to is _UNSET or to is None else \
         _as_int(to, "to", "random_")
     if self.dtype.is_complex:
         raise RuntimeError(f"random_: not implemented for '{self.dtype.legacy_name}' tensors")
     _check_range(low, high, self.dtype)
-    return _sample_into(self, "random_", _generator(generator, self.device), low, high)
+    gen = _generator(generator, self.device)
+    if not bounded and gen.algorithm == MT19937:  # PyTorch draws random_() its own way
+        return _sample_into(self, "random_bits", gen)
+    return _sample_into(self, "random_", gen, low, high)
 
 
 @tensor_method()

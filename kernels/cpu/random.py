@@ -219,3 +219,7 @@ def multinomial(out: Tensor, gen: Any, probs: Tensor, num_samples: int,
         keys = p / gen._rng.standard_exponential(p.shape)
         idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
     _store(out, idx.reshape(out._shape))
+
+
+# The mt19937 generators' samplers (PyTorch's CPU numbers) register alongside these.
+from . import random_torch  # noqa: E402, F401

@@ -1,8 +1,10 @@
 """Samplers: the order in which a DataLoader visits a map-style dataset's indices.
 
-Random samplers draw from a ``gt.Generator``. Without one they seed a fresh generator from gt's
-default generator on every pass, so ``gt.manual_seed(s)`` makes a whole run reproducible while
-successive epochs still differ.
+Random samplers draw from a ``gt.Generator``. Without one, RandomSampler seeds a fresh generator
+from gt's default generator on every pass (the subset and weighted samplers draw from the
+default generator itself), so ``gt.manual_seed(s)`` makes a whole run reproducible while
+successive epochs still differ. Draws happen when iteration starts, not at ``iter()``, and in
+PyTorch's order, so with ``gt.random.use_torch_cpu_stream()`` the orders are PyTorch's.
 """
 
 from __future__ import annotations
@@ -80,11 +82,13 @@ class RandomSampler(Sampler):
                 raise ValueError("RandomSampler: cannot draw with replacement from an empty "
                                  "dataset")
             return iter(())
-        return self._draws(n, k, _pass_generator(self.generator))
+        return self._draws(n, k)
 
-    def _draws(self, n: int, k: int, gen: gt.Generator | None) -> Iterator[int]:
+    def _draws(self, n: int, k: int) -> Iterator[int]:
         """Drawn lazily, as PyTorch does: ``num_samples`` may be far larger than memory
-        (minGPT's trainer asks for 10**10 draws and takes what it needs)."""
+        (minGPT's trainer asks for 10**10 draws and takes what it needs). The pass's seed
+        too is drawn on the first ``next``, as PyTorch's generator function does."""
+        gen = _pass_generator(self.generator)
         if self.replacement:
             for start in range(0, k, self.CHUNK):
                 yield from gt.randint(0, n, (min(self.CHUNK, k - start),), dtype=gt.int64,
@@ -108,8 +112,8 @@ class SubsetRandomSampler(Sampler):
         self.generator = generator
 
     def __iter__(self) -> Iterator[int]:
-        perm = gt.randperm(len(self.indices), generator=_pass_generator(self.generator))
-        return iter([self.indices[i] for i in perm.tolist()])
+        for i in gt.randperm(len(self.indices), generator=self.generator).tolist():
+            yield self.indices[i]
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -136,8 +140,8 @@ class WeightedRandomSampler(Sampler):
 
     def __iter__(self) -> Iterator[int]:
         draws = gt.multinomial(self.weights, self.num_samples, self.replacement,
-                               generator=_pass_generator(self.generator))
-        return iter(draws.tolist())
+                               generator=self.generator)
+        yield from draws.tolist()
 
     def __len__(self) -> int:
         return self.num_samples
