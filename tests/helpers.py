@@ -163,3 +163,14 @@ def header_probe_results(rt: Any, tmp_path: Any, values: Sequence[int] = (1, 2))
         rt.free(p)
         got.append(int(out[0]))
     return got
+
+
+def assert_same_error(g_call: Callable[[], Any], t_call: Callable[[], Any]) -> None:
+    """gputensor raises PyTorch's exception type with PyTorch's message (its ``torch.`` names
+    read ``gputensor.``)."""
+    with pytest.raises(Exception) as want:
+        t_call()
+    with pytest.raises(type(want.value)) as got:
+        g_call()
+    assert type(got.value) is type(want.value)
+    assert str(got.value) == str(want.value).replace("torch.", "gputensor.")

@@ -5,14 +5,13 @@ out=, the Tensor methods, 0-d and empty inputs, and errors."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 import gputensor as gt
 from gputensor.autograd import gradcheck, gradgradcheck
-from tests.helpers import assert_close
+from tests.helpers import assert_close, assert_same_error
 
 torch = pytest.importorskip("torch")
 
@@ -33,13 +32,6 @@ def _ties_and_nans(shape, seed=0, nans=True):
     return data
 
 
-def _same_error(g_call: Callable, t_call: Callable) -> None:
-    with pytest.raises(Exception) as want:
-        t_call()
-    with pytest.raises(type(want.value)) as got:
-        g_call()
-    assert type(got.value) is type(want.value)
-    assert str(got.value) == str(want.value)
 
 
 # -- cummax / cummin ----------------------------------------------------------------------------
@@ -134,14 +126,14 @@ def test_extremes_out(device) -> None:
                 (gt.empty(15, dtype=gt.float64, device=device),
                  gt.empty(15, dtype=gt.int32, device=device))):
         t_out = tuple(torch.empty(15, dtype=getattr(torch, o.dtype.name)) for o in out)
-        _same_error(lambda out=out: gt.cummax(g, 0, out=out),
+        assert_same_error(lambda out=out: gt.cummax(g, 0, out=out),
                     lambda t_out=t_out: torch.cummax(t, 0, out=t_out))
     for bad, t_bad in ((values, torch.empty(15, dtype=torch.float64)),
                        ((values,), (torch.empty(15, dtype=torch.float64),))):
-        _same_error(lambda bad=bad: gt.cummax(g, 0, out=bad),
+        assert_same_error(lambda bad=bad: gt.cummax(g, 0, out=bad),
                     lambda t_bad=t_bad: torch.cummax(t, 0, out=t_bad))
     gr, tr = _pair(data, device, grad=True)
-    _same_error(lambda: gt.cummax(gr, 0, out=(gt.empty(0, dtype=gt.float64, device=device),
+    assert_same_error(lambda: gt.cummax(gr, 0, out=(gt.empty(0, dtype=gt.float64, device=device),
                                                gt.empty(0, dtype=gt.int64, device=device))),
                 lambda: torch.cummax(tr, 0, out=(torch.empty(0, dtype=torch.float64),
                                                  torch.empty(0, dtype=torch.int64))))
@@ -152,7 +144,7 @@ def test_extremes_out(device) -> None:
                                       (1.0, -2)])
 def test_dim_errors(device, name, data, dim) -> None:
     x, tx = _pair(data, device)
-    _same_error(lambda: getattr(gt, name)(x, dim), lambda: getattr(torch, name)(tx, dim))
+    assert_same_error(lambda: getattr(gt, name)(x, dim), lambda: getattr(torch, name)(tx, dim))
 
 
 def test_dtype_errors(device) -> None:
@@ -241,10 +233,10 @@ def test_logcumsumexp_scalar_empty_and_out(device) -> None:
     out = gt.empty(0, dtype=gt.float64, device=device)
     assert gt.logcumsumexp(x, 1, out=out) is out
     assert_close(out, torch.logcumsumexp(tx, 1))
-    _same_error(lambda: gt.logcumsumexp(x, 1, out=gt.empty(3, device=device)),
+    assert_same_error(lambda: gt.logcumsumexp(x, 1, out=gt.empty(3, device=device)),
                 lambda: torch.logcumsumexp(tx, 1, out=torch.empty(3)))
     xr, txr = _pair([1.0, 2.0], device, grad=True)
-    _same_error(lambda: gt.logcumsumexp(xr, 0, out=gt.empty(0, dtype=gt.float64,
+    assert_same_error(lambda: gt.logcumsumexp(xr, 0, out=gt.empty(0, dtype=gt.float64,
                                                             device=device)),
                 lambda: torch.logcumsumexp(txr, 0, out=torch.empty(0, dtype=torch.float64)))
     with warnings.catch_warnings():

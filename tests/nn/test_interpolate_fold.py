@@ -12,7 +12,7 @@ import pytest
 
 import gputensor as gt
 import gputensor.nn.functional as F
-from tests.helpers import assert_close
+from tests.helpers import assert_close, assert_same_error
 
 torch = pytest.importorskip("torch")
 TF = torch.nn.functional
@@ -36,14 +36,6 @@ def _compare(device: str, shape: tuple[int, ...], g_fn: Callable, t_fn: Callable
     assert_close(g_leaf.grad, t_leaf.grad, atol=atol, rtol=atol)
 
 
-def _same_error(g_call: Callable, t_call: Callable) -> None:
-    """gputensor raises PyTorch's exception type with PyTorch's message."""
-    with pytest.raises(Exception) as want:
-        t_call()
-    with pytest.raises(type(want.value)) as got:
-        g_call()
-    assert type(got.value) is type(want.value)
-    assert str(got.value) == str(want.value)
 
 
 # -- interpolate ------------------------------------------------------------------------------
@@ -196,7 +188,7 @@ ERRORS = [
 
 @pytest.mark.parametrize(("shape", "kw"), ERRORS, ids=lambda v: str(v).replace(" ", ""))
 def test_interpolate_errors_are_torchs(shape: tuple[int, ...], kw: dict) -> None:
-    _same_error(lambda: F.interpolate(gt.zeros(shape), **kw),
+    assert_same_error(lambda: F.interpolate(gt.zeros(shape), **kw),
                 lambda: TF.interpolate(torch.zeros(shape), **kw))
 
 
@@ -314,7 +306,7 @@ UNFOLD_ERRORS = [
 @pytest.mark.parametrize(("shape", "args", "kw"), UNFOLD_ERRORS,
                          ids=lambda v: str(v).replace(" ", ""))
 def test_unfold_errors_are_torchs(shape, args: tuple, kw: dict) -> None:
-    _same_error(lambda: F.unfold(gt.zeros(shape), *args, **kw),
+    assert_same_error(lambda: F.unfold(gt.zeros(shape), *args, **kw),
                 lambda: TF.unfold(torch.zeros(shape), *args, **kw))
 
 
@@ -340,7 +332,7 @@ FOLD_ERRORS = [
 @pytest.mark.parametrize(("shape", "args", "kw"), FOLD_ERRORS,
                          ids=lambda v: str(v).replace(" ", ""))
 def test_fold_errors_are_torchs(shape, args: tuple, kw: dict) -> None:
-    _same_error(lambda: F.fold(gt.zeros(shape), *args, **kw),
+    assert_same_error(lambda: F.fold(gt.zeros(shape), *args, **kw),
                 lambda: TF.fold(torch.zeros(shape), *args, **kw))
 
 
