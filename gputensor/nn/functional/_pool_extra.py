@@ -106,28 +106,27 @@ def _unpool(input: Tensor, indices: Tensor, size: list[int]) -> Tensor:
     return out.scatter(-1, flat_idx, flat_in).reshape(*lead, *size)
 
 
+def _max_unpool(input: Tensor, indices: Tensor, n: int, kernel_size: Any, stride: Any,
+                padding: Any, output_size: Any) -> Tensor:
+    """max_unpool{n}d: the output size from the n-d geometry (stride defaults to the kernel)."""
+    k = _tuple(kernel_size, n)
+    s = _tuple(stride, n) if stride is not None else k
+    return _unpool(input, indices, _unpool_size(input, k, s, _tuple(padding, n), output_size))
+
+
 def max_unpool1d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """MaxPool1d's partial inverse: each value back at its max's position, zeros elsewhere."""
-    k = _tuple(kernel_size, 1)
-    s = _tuple(stride, 1) if stride is not None else k
-    size = _unpool_size(input, k, s, _tuple(padding, 1), output_size)
-    return _unpool(input, indices, size)
+    return _max_unpool(input, indices, 1, kernel_size, stride, padding, output_size)
 
 
 def max_unpool2d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """MaxPool2d's partial inverse: each value back at its max's position, zeros elsewhere."""
-    k = _tuple(kernel_size, 2)
-    s = _tuple(stride, 2) if stride is not None else k
-    size = _unpool_size(input, k, s, _tuple(padding, 2), output_size)
-    return _unpool(input, indices, size)
+    return _max_unpool(input, indices, 2, kernel_size, stride, padding, output_size)
 
 
 def max_unpool3d(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any = None,
                  padding: Any = 0, output_size: Any = None) -> Tensor:
     """MaxPool3d's partial inverse: each value back at its max's position, zeros elsewhere."""
-    k = _tuple(kernel_size, 3)
-    s = _tuple(stride, 3) if stride is not None else k
-    size = _unpool_size(input, k, s, _tuple(padding, 3), output_size)
-    return _unpool(input, indices, size)
+    return _max_unpool(input, indices, 3, kernel_size, stride, padding, output_size)
