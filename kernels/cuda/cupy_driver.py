@@ -23,6 +23,10 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
     context manager calls, cupy/cuda/device.pyx), deviceSynchronize, driverGetVersion,
     getDeviceProperties (a dict with "name" (bytes), "totalGlobalMem", "multiProcessorCount",
     "major", "minor");
+  arrays: cupy.ndarray(shape, dtype, memptr, strides) over a pool block, cupy.empty,
+    cupy.cuda.using_allocator(malloc) (CuPy's allocations inside come from our pool),
+    cupy.cuda.Device(index) as a context manager; the library namespaces cupy.fft,
+    cupy.linalg, cupyx.scipy.linalg, cupyx.scipy.special (runtime.CUPY_LIBRARY);
   BLAS: cupy.cuda.device.get_cublas_handle and cupy_backends.cuda.libs.cublas.
     gemmStridedBatchedEx (host-pointer alpha/beta; it sets the handle's stream to the
     current stream).
@@ -30,11 +34,12 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,14 +48,17 @@ import numpy as np
 from . import binaries, nvrtc
 from .memstats import MemoryStats
 from .runtime import (
+    CUPY_LIBRARY,
     NULL,
     RUNTIME_METHODS,
     SCALAR_DTYPES,
     AllocationTable,
+    ArrayLibrary,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
     Param,
+    array_span,
     check_trans,
     gemm_op_shape,
     gemm_span,
@@ -355,7 +363,7 @@ def _bind_to_device(rt: CupyRuntime) -> None:
         return on_device
 
     for name in RUNTIME_METHODS:
-        if name != "make_current":
+        if name not in ("make_current", "array_library"):  # the scope enters its device
             setattr(rt, name, bind(getattr(rt, name)))
 
 
@@ -499,6 +507,25 @@ class CupyRuntime:
     def _mem(self, ptr: int, nbytes: int) -> Any:
         base, mem, off = self._table.lookup(ptr, nbytes)
         return mem + off if off else mem
+
+    def as_array(self, ptr: int, shape: Sequence[int], strides: Sequence[int],
+                 dtype: Any) -> Any:
+        """A cupy.ndarray over a block of the pool (no copy): ``cupy.ndarray(shape, dtype,
+        memptr, strides)`` with a MemoryPointer into the block (the address table checks the
+        span lies inside it); the array keeps the block's MemoryPointer alive."""
+        dtype = np.dtype(dtype)
+        span = array_span(shape, strides, dtype.itemsize)
+        if not span:
+            return self.cp.empty(tuple(shape), dtype)
+        return self.cp.ndarray(tuple(shape), dtype, self._mem(int(ptr), span), tuple(strides))
+
+    @contextlib.contextmanager
+    def array_library(self) -> Iterator[ArrayLibrary]:
+        """CuPy's namespaces, with CuPy's own allocations taken from this runtime's pool
+        (``cupy.cuda.using_allocator``, so there stays one pool) on this runtime's device.
+        CuPy queues work on its current stream, which is the one gt.cuda.stream entered."""
+        with self.cp.cuda.Device(self.device_index), self.cp.cuda.using_allocator(self.malloc):
+            yield CUPY_LIBRARY
 
     def _stream(self, stream: Any) -> Any:
         return self.cp.cuda.get_current_stream() if stream is None else stream

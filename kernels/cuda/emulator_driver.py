@@ -10,11 +10,12 @@ a stream); events stamp a monotonic clock, so elapsed_time measures the host tim
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,12 +25,15 @@ from .emulator import Module, compile_source
 from .emulator.launch import Kernel
 from .memstats import MemoryStats
 from .runtime import (
+    HOST_LIBRARY,
     NULL,
     AllocationTable,
+    ArrayLibrary,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
     apply_op,
+    array_span,
     checked_gemm_plan,
     column_major,
     gemm_extent,
@@ -211,6 +215,20 @@ class EmulatorRuntime:
             return np.empty(0, np.uint8)
         _, block, off = self._table.lookup(ptr, nbytes)
         return block.buf[off:off + nbytes]
+
+    def as_array(self, ptr: int, shape: Sequence[int], strides: Sequence[int],
+                 dtype: Any) -> np.ndarray:
+        """A NumPy view of device memory (``strides`` in bytes): the emulator's memory is host
+        memory, so library calls on it (SciPy's LAPACK and pocketfft) work in place."""
+        dtype = np.dtype(dtype)
+        span = array_span(shape, strides, dtype.itemsize)
+        raw = self.view(int(ptr), span) if span else np.empty(dtype.itemsize, np.uint8)
+        return np.lib.stride_tricks.as_strided(raw.view(dtype), tuple(shape), tuple(strides))
+
+    @contextlib.contextmanager
+    def array_library(self) -> Iterator[ArrayLibrary]:
+        """NumPy/SciPy: the emulator runs every call at once, on the host."""
+        yield HOST_LIBRARY
 
     def _release_cache(self) -> None:
         for blocks in self._cache.values():

@@ -42,6 +42,13 @@ BLAS       gemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, dt
            product with its shape arguments checked once, for a caller that repeats one
            layout (the CUDA ``_gemm`` kernel); the caller checks that its operands lie inside
            their buffers (``gemm_span``), the GPU driver's ``run`` does not look them up
+arrays     as_array(ptr, shape, strides, dtype) -> an array of the runtime's array library
+           over device memory, no copy (``strides`` in bytes, non-negative; a cupy.ndarray on
+           a GPU, a NumPy view on the emulator), array_library() -> a context manager
+           yielding an ``ArrayLibrary`` (the library's array, FFT, linear algebra and special
+           function namespaces: CuPy/cuFFT/cuSOLVER on a GPU, NumPy/SciPy on the emulator)
+           inside which the library's own allocations come from this runtime's pool and its
+           work is queued on the current stream (the backends of gt.linalg and gt.fft)
 caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
            has finished when the call returns: host time is device time, errors can be
            checked at once)
@@ -72,8 +79,40 @@ RUNTIME_METHODS = (
     "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
     "set_memory_fraction",
     "device_count", "properties", "make_current", "gemm", "gemm_plan",
+    "as_array", "array_library",
 )
 RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index")
+
+
+@dataclass(frozen=True)
+class ArrayLibrary:
+    """The namespaces of a runtime's array library (``array_library()``): ``xp`` (numpy /
+    cupy), ``fft`` (scipy.fft / cupy.fft), ``linalg`` (numpy.linalg / cupy.linalg),
+    ``scipy_linalg`` (scipy.linalg / cupyx.scipy.linalg), ``special`` (scipy.special /
+    cupyx.scipy.special). Modules are imported on first use of the attribute."""
+
+    names: tuple[tuple[str, str], ...]
+
+    def __getattr__(self, attr: str) -> Any:
+        for key, module in self.names:
+            if key == attr:
+                import importlib
+                return importlib.import_module(module)
+        raise AttributeError(attr)
+
+
+HOST_LIBRARY = ArrayLibrary((("xp", "numpy"), ("fft", "scipy.fft"), ("linalg", "numpy.linalg"),
+                             ("scipy_linalg", "scipy.linalg"), ("special", "scipy.special")))
+CUPY_LIBRARY = ArrayLibrary((("xp", "cupy"), ("fft", "cupy.fft"), ("linalg", "cupy.linalg"),
+                             ("scipy_linalg", "cupyx.scipy.linalg"),
+                             ("special", "cupyx.scipy.special")))
+
+
+def array_span(shape: Any, strides: Any, itemsize: int) -> int:
+    """Bytes from the first to one past the last element of a strided array (0 if empty)."""
+    if any(int(n) == 0 for n in shape):
+        return 0
+    return itemsize + sum((int(n) - 1) * int(s) for n, s in zip(shape, strides, strict=True))
 
 
 def work_done(raw: Any) -> bool:

@@ -333,6 +333,34 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         for s in {id(s): s for s in [Stream.null, *cp.streams]}.values():
             s.completed = s.queued
 
+    # ---- arrays (only what as_array/array_library use) ---------------------------------------
+    class ndarray:  # noqa: N801 - CuPy's name
+        """A view of fake device memory: cupy.ndarray(shape, dtype, memptr, strides)."""
+
+        def __init__(self, shape, dtype=float, memptr=None, strides=None) -> None:
+            self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+            self.memptr, self.strides = memptr, strides
+            log.append(("ndarray", self.shape, self.dtype, strides))
+
+        def get(self) -> np.ndarray:
+            n = self.dtype.itemsize + sum((d - 1) * s for d, s in zip(self.shape, self.strides))
+            raw = _bytes_at(self.memptr.ptr, n)
+            return np.lib.stride_tricks.as_strided(raw.view(self.dtype), self.shape, self.strides)
+
+    def empty(shape, dtype=float) -> ndarray:
+        return ndarray(shape, dtype, None, (0,) * len(tuple(shape)))
+
+    @contextlib.contextmanager
+    def Device(index: int = 0):  # noqa: N802 - CuPy's name
+        prev = state.device
+        _set_device(index)
+        log.append(("Device", index))
+        try:
+            yield
+        finally:
+            state.device = prev
+
+    cp.ndarray, cp.empty = ndarray, empty
     cp.streams = weakref.WeakSet()
     _orig_init = Stream.__init__
 
@@ -349,7 +377,7 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         pinned_memory=types.SimpleNamespace(is_memory_pinned=is_memory_pinned),
         function=types.SimpleNamespace(Module=Module), runtime=runtime,
         device=types.SimpleNamespace(get_cublas_handle=lambda: 1),
-        get_current_stream=get_current_stream, using_allocator=using_allocator,
+        get_current_stream=get_current_stream, using_allocator=using_allocator, Device=Device,
         get_elapsed_time=lambda s, e: float(e.t - s.t))
     cp.cublas_module = cublas
     return cp

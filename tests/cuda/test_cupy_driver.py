@@ -13,6 +13,7 @@ import pytest
 
 from gputensor.kernels.cuda import nvrtc
 from gputensor.kernels.cuda.runtime import (
+    CUPY_LIBRARY,
     DeviceProperties,
     DevicePtr,
     OutOfMemoryError,
@@ -514,3 +515,23 @@ def test_each_gpu_has_its_own_runtime_working_on_its_own_device(monkeypatch) -> 
     gc.collect()
     assert rts[1].memory_allocated() == 0 and rts[0].memory_allocated() == 0
     nvrtc.prefer_major(None)
+
+
+# ---- array library (gt.linalg / gt.fft backends) -----------------------------------------------
+def test_as_array_views_pool_memory_without_a_copy(rt, cp) -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    p = _upload(rt, x)
+    cp.log.clear()
+    view = rt.as_array(p + 4, (3, 2), (16, 8), np.float32)  # x[:, 1::2]
+    assert [e[0] for e in cp.log] == ["ndarray"]  # no copy, no allocation
+    np.testing.assert_array_equal(view.get(), x[:, 1::2])
+    with pytest.raises(IndexError):  # a span past the block is refused by the address table
+        rt.as_array(p, (4, 4), (16, 4), np.float32)
+
+
+def test_array_library_allocates_from_the_pool_on_its_device(rt, cp) -> None:
+    cp.log.clear()
+    with rt.array_library() as lib:
+        assert [e[0] for e in cp.log] == ["Device", "using_allocator"]
+        assert cp.log[1][1] == rt.malloc  # CuPy's allocations come from the project's pool
+        assert lib is CUPY_LIBRARY

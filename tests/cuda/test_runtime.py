@@ -434,3 +434,21 @@ def test_cuda_stays_unavailable_without_registration() -> None:
         assert "cuda" not in DRIVERS and not gt.cuda.is_available()
         assert (STORAGE_TYPES[gt.float32, "cpu"], STORAGE_TYPES[gt.float32, "cuda"]) \
             not in copy_table.COPY_TABLE
+
+
+def test_as_array_is_a_writable_view_of_device_memory(rt) -> None:
+    """The emulator's library arrays are NumPy views, so SciPy works on device memory in place
+    (the gt.linalg / gt.fft backends' contract)."""
+    x = np.arange(12, dtype=np.float64).reshape(3, 4)
+    p = _upload(rt, x)
+    view = rt.as_array(p + 8, (3, 2), (32, 16), np.float64)  # x[:, 1::2]
+    np.testing.assert_array_equal(view, x[:, 1::2])
+    view[...] = -1.0
+    expect = x.copy()
+    expect[:, 1::2] = -1.0
+    np.testing.assert_array_equal(_download(rt, p, x), expect)
+    assert rt.as_array(p, (0, 4), (32, 8), np.float64).shape == (0, 4)
+    with pytest.raises(IndexError):
+        rt.as_array(p, (4, 4), (32, 8), np.float64)  # past the allocation
+    with rt.array_library() as lib:
+        assert lib.xp is np and lib.fft.__name__ == "scipy.fft"
