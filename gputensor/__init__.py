@@ -156,6 +156,7 @@ from gputensor import datasets  # noqa: E402
 from gputensor import profiler  # noqa: E402
 from gputensor import library  # noqa: E402
 from gputensor import random  # noqa: E402  (torch.random's names)
+from gputensor import fft, linalg, special  # noqa: E402
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,

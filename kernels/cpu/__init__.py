@@ -7,6 +7,8 @@ Nothing is compiled here; Numba compiles each kernel on first call and caches it
 from . import (  # noqa: F401
     conv,
     elementwise,
+    fft,
+    lapack,
     linalg,
     nn,
     optim,
@@ -18,5 +20,5 @@ from . import (  # noqa: F401
     sparse,
 )
 
-__all__ = ["conv", "elementwise", "linalg", "nn", "optim", "random", "reduce", "scatter",
-           "shape", "sort", "sparse"]
+__all__ = ["conv", "elementwise", "fft", "lapack", "linalg", "nn", "optim", "random", "reduce",
+           "scatter", "shape", "sort", "sparse"]

@@ -23,6 +23,8 @@ import gputensor.nn.functional as F
 from gputensor.autograd import derivatives, gradcheck, gradgradcheck
 from gputensor.kernels.registry import OPS
 
+from . import samples_fft, samples_linalg, samples_special
+
 Sample = tuple[Callable[..., Any], tuple[Any, ...], str]
 SAMPLES: dict[str, Callable[[str], Sample]] = {}
 
@@ -672,6 +674,11 @@ def _sparse_reductions(device: str) -> tuple:
 
 
 # -- the tests ------------------------------------------------------------------------------------
+# Samples of the issue-17 families live beside this file, one module per family.
+for _family in (samples_linalg, samples_fft, samples_special):
+    SAMPLES.update(_family.SAMPLES)
+
+
 def test_every_derivative_has_a_sample() -> None:
     declared = {op.name for op in OPS.values()
                 if isinstance(op.derivative, derivatives.Derivative)}

@@ -343,7 +343,8 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
             log.append(("ndarray", self.shape, self.dtype, strides))
 
         def get(self) -> np.ndarray:
-            n = self.dtype.itemsize + sum((d - 1) * s for d, s in zip(self.shape, self.strides))
+            extent = zip(self.shape, self.strides, strict=True)
+            n = self.dtype.itemsize + sum((d - 1) * s for d, s in extent)
             raw = _bytes_at(self.memptr.ptr, n)
             return np.lib.stride_tricks.as_strided(raw.view(self.dtype), self.shape, self.strides)
 

@@ -7,6 +7,8 @@ through CuPy, or g++ through the emulator) on first launch and cached on disk.
 from . import (  # noqa: F401
     conv,
     elementwise,
+    fft,
+    lapack,
     linalg,
     nn,
     optim,

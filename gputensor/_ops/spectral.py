@@ -1,0 +1,1 @@
+"""Placeholder: declarations land here (issue 17)."""

@@ -1,0 +1,3 @@
+"""gt.fft: torch.fft's names (issue 17; being built)."""
+
+__all__: list[str] = []

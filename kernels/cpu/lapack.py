@@ -1,0 +1,1 @@
+"""Placeholder: kernels land here (issue 17)."""
