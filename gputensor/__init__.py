@@ -157,6 +157,8 @@ from gputensor import profiler  # noqa: E402
 from gputensor import library  # noqa: E402
 from gputensor import random  # noqa: E402  (torch.random's names)
 from gputensor import fft, linalg, special  # noqa: E402
+from gputensor import compiler  # noqa: E402
+from gputensor.compiler import compile  # noqa: E402
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._compile import state as _capture
 from gputensor._device import CPU, device, to_device
 from gputensor._layout import strided
 from gputensor._size import Size
@@ -416,6 +417,8 @@ class Tensor:
         return self.item()
 
     def item(self) -> Any:
+        if _capture.TRACE is not None:
+            _capture.host_read("Tensor.item()")
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to "
                                f"Scalar")
@@ -426,12 +429,16 @@ class Tensor:
         return value
 
     def tolist(self) -> Any:
+        if _capture.TRACE is not None:
+            _capture.host_read("Tensor.tolist()")
         host = self.cpu()._host
         if self._dtype in (D.float16, D.bfloat16):
             host = host.astype(np.float32)
         return host.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if _capture.TRACE is not None:
+            _capture.host_read("Tensor.numpy()")
         if self.is_cuda:
             if not force:
                 raise TypeError(f"can't convert {self.device} device type tensor to numpy. "

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._compile import state as _capture
 from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
@@ -34,6 +35,8 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
                            f"{math.prod(shape) * dtype.itemsize} bytes.") from None
     storage = object.__new__(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
+    if _capture.TRACE is not None:
+        _capture.TRACE.storage_created(storage)
     t = object.__new__(Tensor)
     t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
     t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)

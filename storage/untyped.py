@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from gputensor._compile import state as _capture
 from gputensor._device import device as Device
 from gputensor._device import to_device
 
@@ -49,6 +50,8 @@ class UntypedStorage:
         self._version = 0
         self._shm = None
         self._pinned = False
+        if _capture.TRACE is not None:
+            _capture.TRACE.storage_created(self)
 
     @classmethod
     def _wrap(cls, buf: Any, dev: Device) -> UntypedStorage:
@@ -57,6 +60,8 @@ class UntypedStorage:
         self._buf = buf
         self.device = dev
         self._version = 0
+        if _capture.TRACE is not None:
+            _capture.TRACE.storage_created(self)
         return self
 
     @property

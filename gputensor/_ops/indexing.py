@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._compile.state import replayable_check
 from gputensor._tensor import Tensor
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
@@ -154,6 +155,15 @@ def _bool_index(flag: bool, device: Any) -> Tensor:
     return tensor([0] if flag else [], dtype=D.int64, device=device)
 
 
+def _index_in_range(t: Tensor, size: int, d: int) -> bool:
+    """Raise IndexError unless every index lies in [-size, size); whether any is negative."""
+    lo, hi = _minmax(t)
+    if lo < -size or hi >= size:
+        bad = hi if hi >= size else lo
+        raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    return lo < 0
+
+
 def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
     """Out-of-range indices raise before any kernel touches memory."""
     tensors = [t for t in adv if t is not None]
@@ -165,11 +175,7 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
     for d, t in enumerate(adv):
         if t is None or t.numel() == 0:
             continue
-        size = base._shape[d]
-        lo, hi = _minmax(t)
-        if lo < -size or hi >= size:
-            bad = hi if hi >= size else lo
-            raise IndexError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+        replayable_check(_index_in_range, t, base._shape[d], d)
     return adv
 
 
@@ -286,12 +292,8 @@ def _add_along(base: Tensor, d: int, index: Tensor, grad: Tensor) -> None:
     size = base._shape[d]
     if index.numel() == 0 or base.numel() == 0:
         return
-    lo, hi = _minmax(index)
-    if lo < -size or hi >= size:
-        raise IndexError(f"index {hi if hi >= size else lo} is out of bounds for dimension {d} "
-                         f"with size {size}")
     flat = index.reshape(-1)
-    if lo < 0:
+    if replayable_check(_index_in_range, index, size, d):
         flat = flat + (flat < 0).to(flat.dtype) * size
     g = grad.reshape(base._shape[:d] + (flat.numel(),) + base._shape[d + 1:])
     kernel(base, "index_add")(base, d, flat, g, 1)

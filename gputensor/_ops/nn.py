@@ -19,13 +19,14 @@ import math
 from typing import Any
 
 from gputensor import _dtype as D
+from gputensor._compile.state import replayable_check
 from gputensor._tensor import Tensor
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.kernels.registry import memory_cost
 
 from ._core import empty, kernel, op
 from .elementwise import elementwise
-from .reduce import aminmax
+from .shape import _minmax
 
 _B, _T = 2, 3
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -360,6 +361,13 @@ def _nll_loss_backward(grad: Tensor, input_shape: tuple[int, ...], target: Tenso
 
 
 # == embedding =================================================================================
+def _embedding_indices_in_range(indices: Tensor, rows: int) -> None:
+    lo, hi = _minmax(indices)
+    if lo < 0 or hi >= rows:
+        raise IndexError(f"index out of range in self: index {hi if lo >= 0 else lo} with "
+                         f"{rows} embeddings")
+
+
 @op(method=False, grad={"weight": "_embedding_backward(g, indices, weight_shape[0], "
                                   "padding_idx, scale_grad_by_freq)"}, cost=memory_cost(0, "input"))
 def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
@@ -367,11 +375,7 @@ def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     """Rows of ``weight`` (V, D) at integer ``indices``: shape indices.shape + (D,).
     ``padding_idx`` and ``scale_grad_by_freq`` shape the gradient."""
     if indices.numel():
-        lo, hi = aminmax(indices)
-        lo, hi = lo.item(), hi.item()
-        if lo < 0 or hi >= weight._shape[0]:
-            raise IndexError(f"index out of range in self: index {hi if lo >= 0 else lo} with "
-                             f"{weight._shape[0]} embeddings")
+        replayable_check(_embedding_indices_in_range, indices, weight._shape[0])
     out = empty(indices._shape + (weight._shape[1],), weight._dtype, weight.device)
     if out.numel():
         kernel(weight, "_embedding")(out, weight.contiguous(), indices.contiguous())

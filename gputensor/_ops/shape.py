@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._compile.state import replayable_check
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, normalize_dim, parse_size
 from gputensor.autograd.inplace import apply_inplace, needs_graph
@@ -116,19 +117,23 @@ def _check_index_dtype(index: Tensor, message: str, *, long_only: bool = False,
 
 
 def _check_bounds(index: Tensor, size: int, dim: int, *, wrap: bool = False,
-                  prefix: str = "") -> int:
+                  prefix: str = "") -> bool:
     """Raise IndexError unless every index lies in [0, size) ([-size, size) with ``wrap``).
 
-    Returns the smallest index (0 for an empty index) so callers can tell whether any wraps.
+    Returns whether any index is negative (wraps). A compiled function replays the check.
     """
     if index.numel() == 0:
-        return 0
+        return False
+    return replayable_check(_bounds_outcome, index, size, dim, wrap, prefix)
+
+
+def _bounds_outcome(index: Tensor, size: int, dim: int, wrap: bool, prefix: str) -> bool:
     lo, hi = _minmax(index)
     if hi >= size or lo < (-size if wrap else 0):
         bad = hi if hi >= size else lo
         raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {dim} with size "
                          f"{size}")
-    return lo
+    return lo < 0
 
 
 def _check_mask(mask: Any, op_name: str, message: str) -> Tensor:
@@ -576,7 +581,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
     if input.dim() == 0:
         return gather(input, d, indices, out=out)
     size = input._shape[d]
-    if _check_bounds(indices, size, d, wrap=True) < 0:
+    if _check_bounds(indices, size, d, wrap=True):
         indices = indices + (indices < 0) * size  # wrap negatives; gather sees 0 <= i < size
     sizes = list(input._shape)
     sizes[d] = indices._shape[d]

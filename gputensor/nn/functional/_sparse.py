@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import gputensor as gt
 from gputensor import _dtype as D
+from gputensor._compile.state import replayable_check
 from gputensor._ops import nn as nn_ops
+from gputensor._ops.shape import _minmax
 from gputensor._tensor import Tensor
 
 __all__ = ["embedding", "one_hot"]
@@ -65,6 +67,14 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,
     return nn_ops._embedding(weight, input, pad, scale_grad_by_freq)
 
 
+def _classes_in_range(tensor: Tensor, num_classes: int) -> None:
+    lo, hi = _minmax(tensor)
+    if lo < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if hi >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+
+
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 indices (*) -> (*, num_classes) of 0/1 int64; -1 infers max + 1 classes."""
     if tensor.dtype is not D.int64:
@@ -74,9 +84,6 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(tensor.max().item()) + 1
     if tensor.numel():
-        if int(tensor.min().item()) < 0:
-            raise RuntimeError("Class values must be non-negative.")
-        if int(tensor.max().item()) >= num_classes:
-            raise RuntimeError("Class values must be smaller than num_classes.")
+        replayable_check(_classes_in_range, tensor, num_classes)
     classes = gt.arange(num_classes, device=tensor.device)
     return (tensor.unsqueeze(-1) == classes).long()
