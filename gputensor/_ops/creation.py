@@ -9,6 +9,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor import _memory_format as MF
+from gputensor._compile.state import host_constant, host_read
 from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, new_shape
@@ -34,7 +35,8 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
     """A new tensor on ``dev`` holding ``arr`` cast to ``dt``."""
     if dev.type == "cpu":
-        return Tensor._from_np(np.array(arr, dtype=dt.np_dtype, order="C", copy=True))
+        return host_constant(Tensor._from_np(np.array(arr, dtype=dt.np_dtype, order="C",
+                                                      copy=True)))
     # np.array, not np.ascontiguousarray: that one turns a 0-d array into shape (1,).
     return convert(Tensor._from_np(np.array(arr, order="C", copy=True)), dt, dev)
 
@@ -71,6 +73,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
            pin_memory: bool = False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
     if isinstance(data, Tensor):
+        host_read("gt.tensor() of a tensor's values")
         data = data.detach().cpu()._host
     python_data = not isinstance(data, np.ndarray | np.generic)
     arr, inferred = _infer_from_python(data, allow_big_ints=python_data)

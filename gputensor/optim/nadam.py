@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import gputensor as gt
+from gputensor._compile import state as _capture
 from gputensor._tensor import Tensor
 
 from .optimizer import (
@@ -82,6 +83,7 @@ class NAdam(Optimizer):
 def _mul_scalar_tensor(t: Tensor, factor: float) -> float:
     """``t *= factor`` for a 0-dim counter, rounded in its dtype (PyTorch keeps mu_product as
     a float32 tensor); returns the new value as a Python float."""
+    _capture.host_effect("NAdam's mu_product update (a host-side counter)")
     h = t._host
     h *= h.dtype.type(factor)
     t._storage._version += 1

@@ -20,6 +20,7 @@ from itertools import chain
 from typing import Any
 
 import gputensor._dtype as D
+from gputensor._compile import state as _capture
 from gputensor._ops._core import kernel as _backend_kernel
 from gputensor._ops.creation import tensor as _tensor
 from gputensor._tensor import _STRIDES_CACHE, Tensor
@@ -347,6 +348,7 @@ def new_step() -> Tensor:
 
 def increment_step(step: Tensor) -> float:
     """``step += 1`` in the counter's own dtype; returns the new count as a Python float."""
+    _capture.host_effect("an optimizer step (its step count lives on the host)")
     if step._storage.device.type == "cpu":
         # Through the 0-dim host view instead of a tensor op. The exact sum, stored back,
         # rounds to the counter's dtype just as an add in that dtype would.

@@ -83,6 +83,13 @@ def _parse_to(args: tuple, kwargs: dict) -> tuple[Any, Any, bool, Any]:
     return device, dtype, non_blocking, memory_format
 
 
+def _compiled_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    return self.__dict__["_compiled_call_impl"](*args, **kwargs)
+
+
+_COMPILED_CLASSES: dict[type, type] = {}  # a module class -> its subclass after .compile()
+
+
 class Module:
     """Base class for all neural network modules; subclasses define ``forward``."""
 
@@ -617,6 +624,22 @@ class Module:
             raise
 
     __call__ = _call_impl
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compile this module's calls in place with ``gt.compile(self._call_impl, *args,
+        **kwargs)`` (hooks included), as PyTorch's ``Module.compile``; the module keeps its
+        type's name and its state_dict keys."""
+        from gputensor._compile.api import compile as _compile
+
+        impl = _compile(self._call_impl, *args, **kwargs)
+        self.__dict__["_compiled_call_impl"] = impl
+        cls = type(self)
+        if not cls.__dict__.get("_gt_compiled_class"):
+            cls = _COMPILED_CLASSES.get(cls) or _COMPILED_CLASSES.setdefault(cls, type(
+                cls.__name__, (cls,), {"__call__": _compiled_call, "_gt_compiled_class": True,
+                                       "__qualname__": cls.__qualname__,
+                                       "__module__": cls.__module__}))
+            self.__class__ = cls
 
     # -- state_dict --------------------------------------------------------------------------------
     def _save_to_state_dict(self, destination: dict, prefix: str, keep_vars: bool) -> None:
