@@ -32,6 +32,7 @@ from gputensor.kernels.allocation import strided_copy
 
 from . import state
 from .capture import Capture
+from .fusion import fuse
 from .program import CannotReplay, GuardFailure, Program, Retarget
 
 _ALL: weakref.WeakSet = weakref.WeakSet()  # every CompiledFunction, for gt.compiler.reset()
@@ -246,6 +247,15 @@ def build(fn_result: Any, flat: Sequence[Any], cap: Capture, versions: list[int 
         graph.backward = Program([retarget.step(s) for s in bcap.steps])
         graph.boundary = boundary
         graph.grads = [None if g is None else retarget.tensor(g) for g in results]
+    if state.config.fuse:
+        pinned = {id(t._storage) for t in graph.statics if t is not None}
+        pinned |= {id(v._storage) for kind, v in graph.outs if kind == "new"}
+        pinned |= {id(t._storage) for t in (*graph.placeholders, *graph.grads) if t is not None}
+        backward = graph.backward.steps if graph.backward is not None else []
+        fwd, bwd = fuse([graph.forward.steps, backward], pinned)
+        graph.forward = Program(fwd)
+        if graph.backward is not None:
+            graph.backward = Program(bwd)
     seen_versions = {**cap.seen_versions, **(bcap.seen_versions if bcap else {})}
     graph.written = [st for key, (st, v) in seen_versions.items()
                      if key not in retarget.storages and st._version != v]

@@ -15,6 +15,7 @@ class Config:
     call signatures run eagerly (torch._dynamo.config.cache_size_limit's default, 8)."""
 
     cache_size_limit = 8
+    fuse = True  # runs of elementwise ops become one kernel each (fusion.py)
 
 
 config = Config()

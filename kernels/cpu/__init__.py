@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     conv,
     elementwise,
     fft,
+    fused,
     lapack,
     linalg,
     nn,
@@ -20,5 +21,5 @@ from . import (  # noqa: F401
     sparse,
 )
 
-__all__ = ["conv", "elementwise", "fft", "lapack", "linalg", "nn", "optim", "random", "reduce",
-           "scatter", "shape", "sort", "sparse"]
+__all__ = ["conv", "elementwise", "fft", "fused", "lapack", "linalg", "nn", "optim", "random",
+           "reduce", "scatter", "shape", "sort", "sparse"]

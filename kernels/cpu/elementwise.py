@@ -178,6 +178,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         if target is not o:
             o[...] = target
 
+    run._gt_elementwise_op = op  # type: ignore[attr-defined]  (what gt.compile fuses)
     return run
 
 
