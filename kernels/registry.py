@@ -101,8 +101,9 @@ class Backend:
         # Called as factory(opdef) -> kernel for elementwise ops without an explicit kernel.
         self.elementwise_factory: Callable[[OpDef], Callable[..., Any]] | None = None
         # Called as fuser(group) -> a prebound kernel call running a run of elementwise ops
-        # in one loop (gputensor/_compile/fusion.py's FusedGroup), or None: no fusion.
-        self.fuse_elementwise: Callable[[Any], Callable[[], None]] | None = None
+        # in one loop (gputensor/_compile/fusion.py's FusedGroup), or None when it declines
+        # the group; no fuser: no fusion.
+        self.fuse_elementwise: Callable[[Any], Callable[[], None] | None] | None = None
         # guard(kernel) -> kernel run in its device's context (CUDA with several devices:
         # kernels/cuda/device.py), or None; applied to every entry of the table.
         self.guard: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None

@@ -206,7 +206,12 @@ def fuse(programs: Sequence[list[Step]], pinned: set[int]) -> list[list[Step]]:
                 continue
             builder.finish(p, steps, refs, pinned)
             group = builder.group
-            out.append(Step(KERNEL, fuser(group), (), {}, steps[i].backend, group.name))
+            fused = fuser(group)
+            if fused is None:  # the backend declines this group
+                out.extend(steps[i:j])
+            else:
+                fused.group = group  # type: ignore[attr-defined]  (what it runs, for tests)
+                out.append(Step(KERNEL, fused, (), {}, steps[i].backend, group.name))
             i = j
         result.append(out)
     return result

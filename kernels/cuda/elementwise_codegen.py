@@ -204,6 +204,18 @@ def compute_ctype(compute: D.dtype) -> str:
     return "float" if compute in _HALF else CTYPES[compute]
 
 
+def compute_types(compute: D.dtype) -> tuple[str, str, str]:
+    """(scalar parameter type, float literal type ``gt_float_t``, operand type ``scalar_t``)
+    of a kernel computing in ``compute``. Numba computes integer arithmetic in 64 bits
+    (uint64 for unsigned types): operands widen the same way, so intermediates that reach a
+    float or a comparison agree; stores truncate."""
+    ct = compute_ctype(compute)
+    ft = _COMPLEX_PART.get(compute) or (ct if compute.is_floating_point else "double")
+    wide = {D.bool: "bool", D.uint8: "unsigned long long"}.get(
+        compute, ct if compute.is_floating_point or compute.is_complex else "long long")
+    return ct, ft, wide
+
+
 def _scalar_args(name: str, compute: D.dtype) -> tuple[list[str], str]:
     """Kernel parameters carrying one scalar, and the C expression rebuilding it: complex
     scalars travel as two real parameters (kernels take no struct arguments)."""
@@ -228,13 +240,7 @@ def kernel_source(spec: KernelSpec) -> str:
         if d is not None:
             check_dtype(d, "input", spec.op_name)
     body = render_expr(spec.expr, spec.params, len(spec.inputs), spec.op_name)
-    ct = compute_ctype(spec.compute)
-    ft = _COMPLEX_PART.get(spec.compute) or (ct if spec.compute.is_floating_point else "double")
-    # Numba computes integer arithmetic in 64 bits (uint64 for unsigned types): widen the same
-    # way, so intermediates that reach a float or a comparison agree; stores truncate.
-    wide = {D.bool: "bool", D.uint8: "unsigned long long"}.get(
-        spec.compute, ct if spec.compute.is_floating_point or spec.compute.is_complex
-        else "long long")
+    _, ft, wide = compute_types(spec.compute)
     args = [f"{CTYPES[spec.out]}* __restrict__ out"]
     scalar_decls = ""
     for name, d in zip(INPUT_NAMES, spec.inputs, strict=False):

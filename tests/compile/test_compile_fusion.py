@@ -8,11 +8,17 @@ import pytest
 
 import gputensor as gt
 import gputensor.nn as nn
+from gputensor.kernels.cuda import nvrtc
 
 
 def _graph(f):
     (graph,) = [g for e in f.cache.values() for g in e.graphs]
     return graph
+
+
+def _groups(step):
+    """The FusedOps of a fused step."""
+    return step.fn.group.ops
 
 
 def _chain(x, y, b):
@@ -34,12 +40,13 @@ def test_a_chain_runs_as_one_kernel_and_matches_eager(device: str, fuse: bool,
         np.testing.assert_array_equal(f(x, y, b).cpu().numpy(), _chain(x, y, b).cpu().numpy())
     steps = _graph(f).forward.steps
     fused = [s for s in steps if s.name.startswith("fused_")]
-    if fuse and device == "cpu":
+    if fuse:
         assert len(steps) == 1 and fused
-        # Only the result is stored: the intermediates live in registers.
         assert "tanh" in fused[0].name and "clamp" in fused[0].name
+        # Only the result is stored: the intermediates live in registers.
+        assert sum(f.store is not None for f in _groups(fused[0])) == 1
     else:
-        assert not fused or device != "cpu"
+        assert not fused
 
 
 def test_values_read_later_are_stored(device: str) -> None:
@@ -76,9 +83,27 @@ def test_lstm_cell_gates_fuse(device: str) -> None:
         cm(x)[0].sum().backward()
     graph = _graph(cm._compiled)
     names = [s.name for s in graph.forward.steps + graph.backward.steps]
-    if device == "cpu":
-        assert sum(n.startswith("fused_") for n in names) >= 10
+    assert sum(n.startswith("fused_") for n in names) >= 10
     m.zero_grad()
     y = cm(x)[0]
     expect = m(x)[0]
     np.testing.assert_array_equal(y.detach().cpu().numpy(), expect.detach().cpu().numpy())
+
+
+@pytest.mark.skipif(not nvrtc.availability()[0], reason="NVRTC wheel not installed")
+@pytest.mark.skipif(not gt.cuda.is_available(), reason="needs the CUDA emulator")
+def test_fused_cuda_kernels_compile_with_nvrtc_for_real_gpus() -> None:
+    f = gt.compile(_chain)
+    args = (gt.randn(5, 7, device="cuda"), gt.randn(7, device="cuda"),
+            gt.randn(7, 5, device="cuda"))
+    f(*args)
+    m = nn.GRU(3, 4).cuda()
+    cm = gt.compile(m)
+    cm(gt.randn(2, 1, 3, device="cuda"))[0].sum().backward()
+    steps = _graph(f).forward.steps + [s for g in (_graph(cm._compiled),)
+                                       for s in g.forward.steps + g.backward.steps]
+    sources = [s.fn.source for s in steps if s.name.startswith("fused_")]
+    assert len(sources) >= 3
+    for k, src in enumerate(sources):
+        prog = nvrtc.compile_program(src, f"fused{k}.cu", arch="sm_90")
+        assert prog is not None

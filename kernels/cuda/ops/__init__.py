@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     conv,
     elementwise,
     fft,
+    fused,
     lapack,
     linalg,
     nn,

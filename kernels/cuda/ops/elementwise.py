@@ -168,6 +168,7 @@ def make_kernel(op: OpDef):
         else:
             launch_kernel(rt, kern, grid, E.BLOCK, 0, args)
 
+    run._gt_elementwise_op = op  # type: ignore[attr-defined]  (what gt.compile fuses)
     return run
 
 
