@@ -1,12 +1,15 @@
 """The main job: train a small CNN on the bundled 8x8 digits.
 
     python -m gputensor.demo [--device cpu|cuda] [--epochs N] [--resume] [--no-profile]
+                             [--no-compile]
 
 It trains on CUDA when ``gt.cuda.is_available()`` (else the CPU), shows a progress bar with
 the loss and throughput, prints the test accuracy, and saves a checkpoint (model, optimizer,
 epoch) that ``--resume`` continues from. The last epoch runs under ``gt.profiler.profile``
-(recording changes no result), and its kernel profile is printed at the end. Written as a
-plain PyTorch-style script on purpose.
+(recording changes no result), and its kernel profile is printed at the end. The model's
+forward and backward run compiled (``gt.compile``: captured once per batch shape, then
+replayed with fused elementwise kernels; ``--no-compile`` runs them eagerly, with the same
+results). Written as a plain PyTorch-style script on purpose.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def evaluate(model: nn.Module, loader: DataLoader, device: gt.device) -> tuple[f
     return loss_sum / seen, correct / seen
 
 
-def train_epoch(model: nn.Module, loader: DataLoader, optimizer: gt.optim.Optimizer,
+def train_epoch(model: Any, loader: DataLoader, optimizer: gt.optim.Optimizer,
                 device: gt.device, desc: str, quiet: bool) -> float:
     """One pass over ``loader``; returns the mean training loss."""
     total, count = 0.0, 0
@@ -108,6 +111,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         first_epoch = state["epoch"]
         shuffle_gen.manual_seed(args.seed + first_epoch)
         print(f"resumed from {args.checkpoint} after epoch {first_epoch}")
+    forward = gt.compile(model) if args.compile else model
     n_params = sum(p.numel() for p in model.parameters())
     print(f"training a {n_params:,}-parameter CNN on {len(train_set)} digits on {device} "
           f"({gt.cuda.get_device_name() if device.type == 'cuda' else 'CPU'})")
@@ -120,7 +124,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if profiled:
             prof = gt.profiler.profile(record_shapes=True)
         with prof if profiled else contextlib.nullcontext():
-            train_loss = train_epoch(model, train_loader, optimizer, device,
+            train_loss = train_epoch(forward, train_loader, optimizer, device,
                                      f"epoch {epoch + 1}/{last_epoch}", args.quiet)
         if args.checkpoint:
             save_checkpoint(args.checkpoint, model, optimizer, epoch + 1, args)
@@ -152,6 +156,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile", action=argparse.BooleanOptionalAction, default=True,
                    help="profile the last epoch and print its kernel table (default: on)")
     p.add_argument("--profile-rows", type=int, default=15, help=argparse.SUPPRESS)
+    p.add_argument("--compile", action=argparse.BooleanOptionalAction, default=True,
+                   help="train through gt.compile (default: on)")
     args = p.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or args.lr <= 0 or args.profile_rows < 1:
         p.error("--epochs, --batch-size and --profile-rows must be >= 1 and --lr > 0")

@@ -91,3 +91,11 @@ def test_demo_rejects_bad_arguments(argv) -> None:
     from gputensor import demo
     with pytest.raises(SystemExit):
         demo.parse_args(argv)
+
+
+def test_demo_compiled_and_eager_train_identically(tmp_path) -> None:
+    from gputensor import demo
+    common = ["--epochs", "2", "--checkpoint", "", "--quiet", "--no-profile", "--device", "cpu"]
+    compiled = demo.run(demo.parse_args(common))
+    eager = demo.run(demo.parse_args([*common, "--no-compile"]))
+    assert compiled == eager
