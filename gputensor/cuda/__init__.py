@@ -148,6 +148,12 @@ from .devices import (  # noqa: E402
     set_device,
 )
 from .devices import synchronize as _synchronize_device  # noqa: E402
+from .graphs import (  # noqa: E402
+    CUDAGraph,
+    graph,
+    graph_pool_handle,
+    is_current_stream_capturing,
+)
 from .kernels import CudaKernel, CudaModule, compile_kernel, load_inline  # noqa: E402
 from .memory import (  # noqa: E402
     OutOfMemoryError,
@@ -186,7 +192,8 @@ from .streams import (  # noqa: E402
 )
 
 __all__ = [
-    "CudaKernel", "CudaModule", "compile_kernel", "load_inline", "amp",
+    "CudaKernel", "CudaModule", "compile_kernel", "load_inline", "amp", "CUDAGraph", "graph",
+    "graph_pool_handle", "is_current_stream_capturing",
     "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",

@@ -27,6 +27,8 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
     cupy.cuda.using_allocator(malloc) (CuPy's allocations inside come from our pool),
     cupy.cuda.Device(index) as a context manager; the library namespaces cupy.fft,
     cupy.linalg, cupyx.scipy.linalg, cupyx.scipy.special (runtime.CUPY_LIBRARY);
+  graphs: cupy.cuda.Stream.begin_capture() / end_capture() -> cupy.cuda.Graph,
+    Graph.launch(stream), Stream.ptr (0 for the legacy default stream);
   BLAS: cupy.cuda.device.get_cublas_handle and cupy_backends.cuda.libs.cublas.
     gemmStridedBatchedEx (host-pointer alpha/beta; it sets the handle's stream to the
     current stream).
@@ -48,6 +50,7 @@ import numpy as np
 from . import binaries, nvrtc
 from .memstats import MemoryStats
 from .runtime import (
+    CAPTURE_ERROR,
     CUPY_LIBRARY,
     NULL,
     RUNTIME_METHODS,
@@ -367,6 +370,31 @@ def _bind_to_device(rt: CupyRuntime) -> None:
             setattr(rt, name, bind(getattr(rt, name)))
 
 
+class _Capture:
+    """An open capture: its stream, the blocks freed meanwhile (the graph may use them) and
+    the buffers its copy nodes read."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.kept: list[Any] = []
+        self.held: list[Any] = []
+
+
+class CupyGraph:
+    """A captured ``cupy.cuda.Graph`` with the memory its work uses."""
+
+    def __init__(self, runtime: Any, graph: Any, capture: _Capture) -> None:
+        self.runtime, self.graph, self.capture = runtime, graph, capture
+
+    def launch(self, stream: Any = None) -> None:
+        if self.graph is None:
+            raise RuntimeError("CUDA graph: launch() after release()")
+        self.graph.launch(self.runtime._stream(stream))
+
+    def release(self) -> None:
+        self.graph, self.capture = None, None  # the kept blocks return to the pool
+
+
 class CupyRuntime:
     """The device runtime on CuPy (see runtime.py for the interface) for GPU ``index``.
 
@@ -395,6 +423,7 @@ class CupyRuntime:
         self._binary_arch: str | None = None
         driver = int(self.cp.cuda.runtime.driverGetVersion())  # e.g. 13000 for CUDA 13.0
         nvrtc.prefer_major(driver // 1000)  # cubins the driver can load
+        self._capture: _Capture | None = None  # an open CUDA graph capture
         self._several = self.cp.cuda.runtime.getDeviceCount() > 1
         if self._several:
             _bind_to_device(self)  # one GPU: the current device is always this one
@@ -467,8 +496,10 @@ class CupyRuntime:
             if streams:
                 self._free_now(ptr, streams)
             else:  # ``_free_now`` without streams, inlined: this runs once per tensor
-                nbytes = self._table.pop(ptr)[0]
+                nbytes, mem = self._table.pop(ptr)
                 self.stats.block(nbytes, -(-nbytes // _POOL_UNIT) * _POOL_UNIT, -1)
+                if self._capture is not None:  # a graph being captured may use it
+                    self._capture.kept.append(mem)
         finally:
             self._in_pool = False
             if self._deferred:
@@ -524,8 +555,39 @@ class CupyRuntime:
         """CuPy's namespaces, with CuPy's own allocations taken from this runtime's pool
         (``cupy.cuda.using_allocator``, so there stays one pool) on this runtime's device.
         CuPy queues work on its current stream, which is the one gt.cuda.stream entered."""
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what="a CuPy library call"))
         with self.cp.cuda.Device(self.device_index), self.cp.cuda.using_allocator(self.malloc):
             yield CUPY_LIBRARY
+
+    # -- graphs ------------------------------------------------------------------------------
+    @property
+    def capturing(self) -> bool:
+        return self._capture is not None
+
+    def begin_capture(self) -> None:
+        """Capture the current stream's work (``Stream.begin_capture``, global mode): a
+        side stream, as PyTorch requires; the legacy default stream cannot be captured."""
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what="begin_capture"))
+        stream = self.cp.cuda.get_current_stream()
+        if stream.ptr == 0:
+            raise RuntimeError("CUDA graphs are captured on a side stream: use gt.cuda.graph"
+                               "(...) or enter a gt.cuda.Stream (the default stream cannot "
+                               "be captured)")
+        stream.begin_capture()
+        self._capture = _Capture(stream)
+
+    def end_capture(self) -> CupyGraph:
+        cap = self._capture
+        if cap is None:
+            raise RuntimeError("end_capture(): no capture is open on this device")
+        self._capture = None
+        return CupyGraph(self, cap.stream.end_capture(), cap)
+
+    def hold(self, obj: Any) -> None:
+        if self._capture is not None:
+            self._capture.held.append(obj)
 
     def _stream(self, stream: Any) -> Any:
         return self.cp.cuda.get_current_stream() if stream is None else stream
@@ -540,10 +602,17 @@ class CupyRuntime:
 
     # -- copies ------------------------------------------------------------------------------
     def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
-        """Queued on ``stream`` (None: the current stream)."""
+        """Queued on ``stream`` (None: the current stream). During a capture the bytes are
+        staged in pinned memory the graph keeps (its copy node reads them on each replay)."""
         host = np.ascontiguousarray(host)
         mem = self._mem(dst, host.nbytes)
         s = self._stream(stream)
+        if self._capture is not None:
+            staged = self.alloc_host(host.nbytes)
+            staged[...] = host.reshape(-1).view(np.uint8)
+            self._capture.held.append(staged)
+            mem.copy_from_host_async(_host_ptr(staged), host.nbytes, s)
+            return
         mem.copy_from_host_async(_host_ptr(host), host.nbytes, s)
         self._keep_until_done(host, s)
 
@@ -551,6 +620,9 @@ class CupyRuntime:
         """A small host-to-device copy queued on ``stream`` (None: the current stream) that
         never waits for the GPU: staged through the pinned ring (kernel metadata)."""
         data = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
+        if self._capture is not None:
+            self.memcpy_htod(dst, data, stream)
+            return
         ring = self.__dict__.get("_ring")
         if ring is None:
             ring = self._ring = _StagingRing(self)
@@ -562,6 +634,8 @@ class CupyRuntime:
     def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
         """With ``stream``: queued on it (``host_out`` is filled once it ran). None: a host
         read, ordered after the current stream's work and complete when this returns."""
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what="a device-to-host copy"))
         mem = self._mem(src, host_out.nbytes)
         s = self._stream(stream)
         mem.copy_to_host_async(_host_ptr(host_out), host_out.nbytes, s)
@@ -644,6 +718,8 @@ class CupyRuntime:
         return float(self.cp.cuda.get_elapsed_time(start, end))
 
     def synchronize(self) -> None:
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what="synchronize()"))
         self.cp.cuda.runtime.deviceSynchronize()
         self._watch.release_finished()
 

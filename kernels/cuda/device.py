@@ -407,6 +407,10 @@ def constant_array(values: Sequence[int], dtype: Any = np.int64) -> DeviceArray:
     upload and a free. Per stream because the upload is ordered on the stream that first
     needed it. Never hand one to a kernel that writes its argument (use :class:`DeviceArray`)."""
     rt = runtime()
+    if rt.capturing:  # its upload is captured, not run: the graph owns a private copy
+        arr = DeviceArray(values, dtype)
+        rt.hold(arr)
+        return arr
     stream = rt.current_stream()
     values = tuple(values)
     key = (id(rt), id(stream), dtype, values)

@@ -11,6 +11,7 @@ a stream); events stamp a monotonic clock, so elapsed_time measures the host tim
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -25,6 +26,7 @@ from .emulator import Module, compile_source
 from .emulator.launch import Kernel
 from .memstats import MemoryStats
 from .runtime import (
+    CAPTURE_ERROR,
     HOST_LIBRARY,
     NULL,
     AllocationTable,
@@ -95,6 +97,27 @@ class EmulatorEvent:
         return self.time_ns is not None
 
 
+class EmulatorGraph:
+    """A captured sequence of launches and copies, replayed in order by ``launch``; holds the
+    blocks freed during the capture until ``release``."""
+
+    def __init__(self, runtime: EmulatorRuntime, work: list[Callable[[], None]],
+                 kept: list[_Block]) -> None:
+        self.runtime, self.work, self.kept = runtime, work, kept
+        self.held: list[Any] = []
+
+    def launch(self, stream: Any = None) -> None:
+        if self.work is None:
+            raise RuntimeError("CUDA graph: launch() after release()")
+        for item in self.work:
+            item()
+
+    def release(self) -> None:
+        if self.kept:
+            self.runtime._return_blocks(self.kept)
+        self.work, self.kept, self.held = None, [], []
+
+
 @dataclass(frozen=True)
 class EmulatorKernel:
     module: Module
@@ -130,6 +153,40 @@ class EmulatorRuntime:
         # (any allocation may start a GC pass): such a free waits in ``_deferred``.
         self._in_pool = False
         self._deferred: list[int] = []
+        self._capture: list[Callable[[], None]] | None = None  # work recorded by a capture
+        self._kept: list[_Block] = []  # blocks freed during the capture (the graph's)
+        self._held: list[Any] = []     # objects the captured work needs alive
+
+    @property
+    def capturing(self) -> bool:
+        return self._capture is not None
+
+    def _not_capturing(self, what: str) -> None:
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what=what))
+
+    # -- graphs ------------------------------------------------------------------------------
+    def begin_capture(self) -> None:
+        self._not_capturing("begin_capture")
+        self._capture, self._kept, self._held = [], [], []
+
+    def end_capture(self) -> EmulatorGraph:
+        if self._capture is None:
+            raise RuntimeError("end_capture(): no capture is open on this device")
+        graph = EmulatorGraph(self, self._capture, self._kept)
+        graph.held = self._held
+        self._capture, self._kept, self._held = None, [], []
+        return graph
+
+    def hold(self, obj: Any) -> None:
+        """Keep ``obj`` (a buffer the captured work reads) alive as long as the graph."""
+        if self._capture is not None:
+            self._held.append(obj)
+
+    def _return_blocks(self, blocks: list[_Block]) -> None:
+        with self._lock:
+            for block in blocks:
+                self._cache.setdefault(block.size, []).append(block)
 
     # -- memory ------------------------------------------------------------------------------
     def alloc(self, nbytes: int, stream: Any = None) -> DevicePtr:
@@ -194,7 +251,10 @@ class EmulatorRuntime:
         nbytes, block = self._table.pop(ptr)
         self._allocated -= block.size
         self.stats.block(nbytes, block.size, -1)
-        self._cache.setdefault(block.size, []).append(block)
+        if self._capture is not None:  # the graph's work may still use it: the graph's now
+            self._kept.append(block)
+        else:
+            self._cache.setdefault(block.size, []).append(block)
 
     def _drain_deferred(self) -> None:
         """Free what finalizers handed over while the pool was busy (lock held)."""
@@ -228,6 +288,7 @@ class EmulatorRuntime:
     @contextlib.contextmanager
     def array_library(self) -> Iterator[ArrayLibrary]:
         """NumPy/SciPy: the emulator runs every call at once, on the host."""
+        self._not_capturing("a library call (SciPy on the emulator)")
         yield HOST_LIBRARY
 
     def _release_cache(self) -> None:
@@ -240,18 +301,28 @@ class EmulatorRuntime:
     # -- copies (streams run work at once, so async copies complete before returning) --------
     def memcpy_htod(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
         raw = np.ascontiguousarray(host).reshape(-1).view(np.uint8)
-        self.view(dst, raw.nbytes)[...] = raw
+        target = self.view(dst, raw.nbytes)
+        if self._capture is not None:  # the bytes as they are now, written on each replay
+            data = raw.copy()
+            self._capture.append(lambda: target.__setitem__(Ellipsis, data))
+            return
+        target[...] = raw
 
     def upload(self, dst: int, host: np.ndarray, stream: Any = None) -> None:
         """A small host-to-device copy (kernel metadata): an ordinary copy here."""
         self.memcpy_htod(dst, host, stream)
 
     def memcpy_dtoh(self, host_out: np.ndarray, src: int, stream: Any = None) -> None:
+        self._not_capturing("a device-to-host copy")
         out = host_out.reshape(-1).view(np.uint8)  # must be a contiguous, writable array
         out[...] = self.view(src, out.nbytes)
 
     def memcpy_dtod(self, dst: int, src: int, nbytes: int, stream: Any = None) -> None:
-        self.view(dst, nbytes)[...] = self.view(src, nbytes)  # NumPy handles overlap
+        d, s = self.view(dst, nbytes), self.view(src, nbytes)
+        if self._capture is not None:
+            self._capture.append(lambda: d.__setitem__(Ellipsis, s))
+            return
+        d[...] = s  # NumPy handles overlap
 
     # -- kernels -----------------------------------------------------------------------------
     def compile(self, source: str, name: str, options: Sequence[str] = (),
@@ -288,6 +359,10 @@ class EmulatorRuntime:
                 owner = by_base.get(v, _NOT_A_BASE)[1] if type(v) is DevicePtr else None
                 values[i] = owner.host if owner is not None else \
                     self._host_address(handle, i, v)
+        if self._capture is not None:
+            self._capture.append(functools.partial(handle.run, grid, block, shared_bytes,
+                                                   values))
+            return
         handle.run(grid, block, shared_bytes, values)
 
     def launcher(self, kernel: EmulatorKernel,
@@ -331,6 +406,7 @@ class EmulatorRuntime:
 
     def synchronize(self) -> None:
         """Every stream's work already ran."""
+        self._not_capturing("synchronize()")
 
     # -- statistics --------------------------------------------------------------------------
     def memory_allocated(self) -> int:
@@ -390,21 +466,20 @@ class EmulatorRuntime:
         rb, cb = gemm_op_shape(transb, k, n)
         if m == 0 or n == 0 or batch == 0:
             return
-        for i in range(batch):
+        views = []
+        for i in range(batch):  # resolved now: a captured gemm keeps its operands' memory
             cv = column_major(self._typed(c + i * stride_c * dt.itemsize, gemm_extent(m, n, ldc),
                                           dt), m, n, ldc, "C")
             av = column_major(self._typed(a + i * stride_a * dt.itemsize,
                                           gemm_extent(ra, ca, lda), dt), ra, ca, lda, "A")
             bv = column_major(self._typed(b + i * stride_b * dt.itemsize,
                                           gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-                prod = np.matmul(apply_op(av, transa).astype(work, copy=False),
-                                 apply_op(bv, transb).astype(work, copy=False))
-                prod = prod * work.type(alpha) if alpha != 1 else prod
-                if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
-                    prod = prod + work.type(beta) * cv.astype(work, copy=False)
-                cv[...] = prod
+            views.append((cv, av, bv))
+        if self._capture is not None:  # cuBLAS calls are captured like launches
+            self._capture.append(functools.partial(_gemm_views, views, transa, transb, alpha,
+                                                   beta, work))
+            return
+        _gemm_views(views, transa, transb, alpha, beta, work)
 
     def gemm_plan(self, transa: str, transb: str, m: int, n: int, k: int, lda: int, ldb: int,
                   ldc: int, dtype: Any, **batching: Any) -> Any:
@@ -412,6 +487,19 @@ class EmulatorRuntime:
 
     def _typed(self, ptr: int, count: int, dt: np.dtype) -> np.ndarray:
         return self.view(ptr, count * dt.itemsize).view(dt)
+
+
+def _gemm_views(views: list, transa: str, transb: str, alpha: Any, beta: Any,
+                work: np.dtype) -> None:
+    for cv, av, bv in views:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            prod = np.matmul(apply_op(av, transa).astype(work, copy=False),
+                             apply_op(bv, transb).astype(work, copy=False))
+            prod = prod * work.type(alpha) if alpha != 1 else prod
+            if beta != 0:  # BLAS: beta == 0 never reads C (it may hold NaN garbage)
+                prod = prod + work.type(beta) * cv.astype(work, copy=False)
+            cv[...] = prod
 
 
 def emulated_devices(count: int = 1, memory_limit: int = DEFAULT_LIMIT) -> list[EmulatorRuntime]:

@@ -127,9 +127,10 @@ def immediate() -> bool:
         return forced == "immediate"
     if _blocking_env():
         return True
-    # A runtime that finishes each launch before returning (the emulator) checks for free.
+    # A runtime that finishes each launch before returning (the emulator) checks for free;
+    # a launch being captured into a CUDA graph has not run, so nothing can be read yet.
     rt = _device.active()
-    return rt is not None and rt.synchronous_launches
+    return rt is not None and rt.synchronous_launches and not rt.capturing
 
 
 def get_mode() -> str:

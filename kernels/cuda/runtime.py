@@ -49,6 +49,11 @@ arrays     as_array(ptr, shape, strides, dtype) -> an array of the runtime's arr
            function namespaces: CuPy/cuFFT/cuSOLVER on a GPU, NumPy/SciPy on the emulator)
            inside which the library's own allocations come from this runtime's pool and its
            work is queued on the current stream (the backends of gt.linalg and gt.fft)
+graphs     begin_capture() (the current stream's work from now on is recorded, not run;
+           blocks freed meanwhile stay reserved for the graph; host reads and device
+           synchronisation raise), end_capture() -> graph (.launch(): replay on the current
+           stream, .release(): return its blocks), hold(obj) (keep an object the captured work
+           reads alive with the graph), capturing (attribute: a capture is open)
 caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
            has finished when the call returns: host time is device time, errors can be
            checked at once)
@@ -79,9 +84,12 @@ RUNTIME_METHODS = (
     "reset_peak_memory_stats", "memory_stats", "empty_cache", "mem_get_info",
     "set_memory_fraction",
     "device_count", "properties", "make_current", "gemm", "gemm_plan",
-    "as_array", "array_library",
+    "as_array", "array_library", "begin_capture", "end_capture", "hold",
 )
-RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index")
+RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index",
+                      "capturing")
+CAPTURE_ERROR = ("CUDA error: operation not permitted when stream is capturing "
+                 "(cudaErrorStreamCaptureUnsupported): {what} during a CUDA graph capture")
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,13 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         def wait_event(self, event: Event) -> None:
             log.append(("wait_event", self, event))
 
+        def begin_capture(self, mode=None) -> None:
+            log.append(("begin_capture", self))
+
+        def end_capture(self):
+            log.append(("end_capture", self))
+            return Graph()
+
         def __enter__(self) -> Stream:
             stack.append(self)
             return self
@@ -360,6 +367,10 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
             yield
         finally:
             state.device = prev
+
+    class Graph:
+        def launch(self, stream=None) -> None:
+            log.append(("graph_launch", stream))
 
     cp.ndarray, cp.empty = ndarray, empty
     cp.streams = weakref.WeakSet()

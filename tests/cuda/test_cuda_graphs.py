@@ -1,0 +1,126 @@
+"""CUDA graphs (gt.cuda.CUDAGraph, gt.cuda.graph) on the emulator, and the CuPy driver's
+capture calls against the stand-in cupy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gputensor as gt
+
+from . import fake_cupy
+
+needs_cuda = pytest.mark.skipif(not gt.cuda.is_available(), reason="needs the CUDA emulator")
+
+
+@needs_cuda
+def test_capture_records_and_replay_recomputes_from_static_inputs() -> None:
+    x = gt.randn(8, device="cuda")
+    w = gt.randn(8, 8, device="cuda")
+    g = gt.cuda.CUDAGraph()
+    with gt.cuda.graph(g):
+        assert gt.cuda.is_current_stream_capturing()
+        y = ((w @ x) * 2).relu()
+    assert not gt.cuda.is_current_stream_capturing()
+    for _ in range(3):
+        new = gt.randn(8, device="cuda")
+        x.copy_(new)
+        g.replay()
+        np.testing.assert_allclose(y.cpu().numpy(), ((w @ new) * 2).relu().cpu().numpy(),
+                                   rtol=1e-6)
+
+
+@needs_cuda
+def test_nothing_runs_during_capture() -> None:
+    x = gt.ones(4, device="cuda")
+    out = gt.zeros(4, device="cuda")
+    g = gt.cuda.CUDAGraph()
+    with gt.cuda.graph(g):
+        out.add_(x)
+    np.testing.assert_array_equal(out.cpu().numpy(), [0.0] * 4)
+    g.replay()
+    g.replay()
+    np.testing.assert_array_equal(out.cpu().numpy(), [2.0] * 4)
+
+
+@needs_cuda
+@pytest.mark.parametrize("what", ["item", "cpu", "synchronize"])
+def test_host_reads_and_syncs_raise_during_capture(what: str) -> None:
+    x = gt.ones(4, device="cuda")
+    g = gt.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+        with gt.cuda.graph(g):
+            y = x * 2
+            {"item": lambda: y.sum().item(), "cpu": lambda: y.cpu(),
+             "synchronize": gt.cuda.synchronize}[what]()
+    assert not gt.cuda.is_current_stream_capturing()  # the failed capture was closed
+    np.testing.assert_array_equal((x * 3).cpu().numpy(), [3.0] * 4)
+
+
+@needs_cuda
+def test_memory_freed_during_capture_stays_with_the_graph() -> None:
+    x = gt.full((256,), 2.0, device="cuda")
+    g = gt.cuda.CUDAGraph()
+    with gt.cuda.graph(g):
+        tmp = x * 3          # freed before the capture ends: the graph still writes it
+        out = tmp + 1
+        del tmp
+    other = gt.zeros(256, device="cuda")  # must not land on the temporary's block
+    g.replay()
+    np.testing.assert_array_equal(other.cpu().numpy(), [0.0] * 256)
+    np.testing.assert_array_equal(out.cpu().numpy(), [7.0] * 256)
+    g.reset()
+    with pytest.raises(RuntimeError, match="without a preceding successful capture"):
+        g.replay()
+
+
+@needs_cuda
+def test_capture_api_errors() -> None:
+    g = gt.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="without a preceding successful capture"):
+        g.replay()
+    with gt.cuda.graph(g):
+        gt.ones(2, device="cuda") * 2
+    with pytest.raises(RuntimeError, match="already owns a captured graph"):
+        with gt.cuda.graph(g):
+            pass
+    with pytest.raises(NotImplementedError, match="capture_error_mode"):
+        gt.cuda.CUDAGraph().capture_begin(capture_error_mode="relaxed")
+    assert isinstance(gt.cuda.graph_pool_handle(), tuple)
+
+
+# ---- the CuPy driver's capture calls -----------------------------------------------------------
+@pytest.fixture
+def cupy_rt(monkeypatch):
+    from gputensor.kernels.cuda import nvrtc
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+
+    cp = fake_cupy.install(monkeypatch)
+    yield CupyRuntime(), cp
+    nvrtc.prefer_major(None)
+
+
+def test_cupy_capture_needs_a_side_stream_and_keeps_freed_blocks(cupy_rt) -> None:
+    rt, cp = cupy_rt
+    with pytest.raises(RuntimeError, match="side stream"):
+        rt.begin_capture()  # the current stream is the legacy default stream
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        p = rt.alloc(1024)
+        used = rt.pool.used_bytes()
+        rt.begin_capture()
+        assert rt.capturing and ("begin_capture", side) in cp.log
+        rt.free(p)  # the graph may still use it: not back in the pool
+        assert rt.pool.used_bytes() == used
+        with pytest.raises(RuntimeError, match="not permitted when stream is capturing"):
+            rt.memcpy_dtoh(np.empty(4, np.uint8), rt.alloc(4))
+        with pytest.raises(RuntimeError, match="not permitted when stream is capturing"):
+            rt.synchronize()
+        graph = rt.end_capture()
+        assert not rt.capturing and ("end_capture", side) in cp.log
+        graph.launch()
+        assert cp.log[-1] == ("graph_launch", side)
+    graph.release()
+    import gc
+    gc.collect()
+    assert rt.pool.used_bytes() < used  # released with the graph
