@@ -51,11 +51,11 @@ def compile(model: Callable[..., Any] | None = None, *, fullgraph: bool = False,
         if disable or backend == "eager":
             return fn
         if isinstance(fn, Module):
-            return OptimizedModule(fn, fullgraph=fullgraph)
+            return OptimizedModule(fn, fullgraph=fullgraph, mode=mode)
         if not callable(fn):
             raise RuntimeError(f"gt.compile expects a callable or a Module, got "
                                f"{type(fn).__name__}")
-        return CompiledFunction(fn, fullgraph=fullgraph, modules=_modules_of(fn))
+        return CompiledFunction(fn, fullgraph=fullgraph, modules=_modules_of(fn), mode=mode)
 
     return wrap if model is None else wrap(model)
 
@@ -65,11 +65,11 @@ class OptimizedModule(Module):
     so state_dict keys carry the ``_orig_mod.`` prefix as PyTorch's do; other attributes are
     the original module's."""
 
-    def __init__(self, mod: Module, *, fullgraph: bool = False) -> None:
+    def __init__(self, mod: Module, *, fullgraph: bool = False, mode: str | None = None) -> None:
         super().__init__()
         self._orig_mod = mod
         self.__dict__["_compiled"] = CompiledFunction(
-            mod.__call__, fullgraph=fullgraph, modules=list(mod.modules()))
+            mod.__call__, fullgraph=fullgraph, modules=list(mod.modules()), mode=mode)
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         return self.__dict__["_compiled"](*args, **kwargs)

@@ -277,9 +277,10 @@ class CompiledFunction:
     """``gt.compile(fn)``: calls with the same guard key replay one captured graph."""
 
     def __init__(self, fn: Callable[..., Any], *, fullgraph: bool = False,
-                 modules: Sequence[Any] = ()) -> None:
+                 modules: Sequence[Any] = (), mode: str | None = None) -> None:
         self.fn = fn
         self.fullgraph = fullgraph
+        self.cuda_graphs = mode == "reduce-overhead"  # replay CUDA programs as CUDA graphs
         self.modules = list(modules)
         self.cache: dict[Any, _Entry] = {}
         self.captures = 0
@@ -357,6 +358,10 @@ class CompiledFunction:
                     raise RuntimeError(f"gt.compile(fullgraph=True): {e}") from None
                 reason = str(e)
             else:
+                if self.cuda_graphs:
+                    for program in (graph.forward, graph.backward):
+                        if program is not None:
+                            program.use_cuda_graph = True
                 entry.graphs.append(graph)
                 self.captures += 1
                 return result

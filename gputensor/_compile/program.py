@@ -150,12 +150,20 @@ class Program:
 
     def __init__(self, steps: Sequence[Step]) -> None:
         self.steps = list(steps)
+        self.use_cuda_graph = False  # mode='reduce-overhead': replay as one CUDA graph
+        self.cuda_graph: Any = None
         self.kernel_count = sum(s.kind == KERNEL for s in self.steps)
         # The common case, bound once: (fn, args, kwargs or None) per step.
         self._plain = None if any(s.kind == CHECK for s in self.steps) else \
             [(s.fn, s.args, s.kwargs or None) for s in self.steps]
 
     def run(self) -> None:
+        if self.use_cuda_graph and hooks.active() is None:
+            if self.cuda_graph is None:
+                self._capture_cuda_graph()
+            if self.cuda_graph is not None:
+                self.cuda_graph.replay()
+                return
         if self._plain is not None and hooks.active() is None:
             for fn, args, kwargs in self._plain:
                 if kwargs is None:
@@ -163,7 +171,9 @@ class Program:
                 else:
                     fn(*args, **kwargs)
             return
-        rec = hooks.active()
+        self._run_steps(hooks.active())
+
+    def _run_steps(self, rec: Any) -> None:
         for s in self.steps:
             if s.kind == KERNEL and rec is not None:
                 rec.kernel(s.backend, s.name, s.fn, s.args, s.kwargs)
@@ -175,3 +185,39 @@ class Program:
                                        "different outcome than when the function was captured")
             else:
                 s.fn(*s.args, **s.kwargs)
+
+    def _capture_cuda_graph(self) -> None:
+        """Record the steps into a CUDA graph once (gt.cuda.graph): a program of CUDA kernels
+        and device copies only; anything that cannot be captured keeps the step replay."""
+        self.use_cuda_graph = False
+        devices = set()
+        for s in self.steps:
+            if s.kind == KERNEL:
+                devices.add(getattr(s.backend, "device_type", None))
+                devices |= {t.device for t in _tensors(s.args)}
+            elif s.kind == COPY:
+                devices |= {s.args[0].device, s.args[2].device}
+            else:
+                return
+        cuda = [d for d in devices if not isinstance(d, str)]
+        if not self.steps or any(d != "cuda" for d in devices if isinstance(d, str)) or \
+                len(set(cuda)) != 1 or cuda[0].type != "cuda":
+            return
+        from gputensor import cuda as gt_cuda
+
+        graph = gt_cuda.CUDAGraph()
+        try:
+            with gt_cuda.device(cuda[0].index), gt_cuda.graph(graph):
+                self._run_steps(None)
+        except RuntimeError:
+            return  # a step reads back or synchronises: not capturable
+        self.cuda_graph = graph
+        self.use_cuda_graph = True
+
+
+def _tensors(obj: Any) -> list[Tensor]:
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, list | tuple):
+        return [t for v in obj for t in _tensors(v)]
+    return []

@@ -320,3 +320,31 @@ def test_warning_free_replay_of_a_training_step(device: str) -> None:
             F.cross_entropy(cm(gt.randn(6, 4, device=device)),
                             gt.randint(0, 2, (6,), device=device)).backward()
             opt.step()
+
+
+@pytest.mark.skipif(not gt.cuda.is_available(), reason="needs the CUDA emulator")
+def test_reduce_overhead_replays_cuda_graphs() -> None:
+    m = nn.Sequential(nn.Linear(8, 16), nn.GELU(), nn.Linear(16, 4)).cuda()
+    cm = gt.compile(m, mode="reduce-overhead")
+    for _ in range(3):
+        x = gt.randn(5, 8, device="cuda")
+        y, e = cm(x), m(x)
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), e.detach().cpu().numpy())
+        y.sum().backward()
+        got = [p.grad.cpu().numpy().copy() for p in m.parameters()]
+        m.zero_grad()
+        e.sum().backward()
+        for a, p in zip(got, m.parameters(), strict=True):
+            np.testing.assert_array_equal(a, p.grad.cpu().numpy())
+        m.zero_grad()
+    (graph,) = _graphs(cm)
+    assert graph.forward.cuda_graph is not None and graph.backward.cuda_graph is not None
+    # A program with a host-side check (embedding bounds) keeps the step replay.
+    emb = nn.Embedding(6, 3).cuda()
+    f = gt.compile(lambda i: emb(i) * 2, mode="reduce-overhead")
+    for k in range(3):
+        i = gt.tensor([k, k + 1], device="cuda")
+        np.testing.assert_array_equal(f(i).detach().cpu().numpy(),
+                                      (emb(i) * 2).detach().cpu().numpy())
+    (graph,) = _graphs(f)
+    assert graph.forward.cuda_graph is None
