@@ -153,6 +153,7 @@ from .graphs import (  # noqa: E402
     graph,
     graph_pool_handle,
     is_current_stream_capturing,
+    make_graphed_callables,
 )
 from .kernels import CudaKernel, CudaModule, compile_kernel, load_inline  # noqa: E402
 from .memory import (  # noqa: E402
@@ -193,7 +194,7 @@ from .streams import (  # noqa: E402
 
 __all__ = [
     "CudaKernel", "CudaModule", "compile_kernel", "load_inline", "amp", "CUDAGraph", "graph",
-    "graph_pool_handle", "is_current_stream_capturing",
+    "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
     "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",

@@ -122,3 +122,112 @@ def is_current_stream_capturing() -> bool:
     """Whether the current device's runtime is capturing a CUDA graph."""
     rt = _device.active()
     return bool(rt is not None and rt.capturing)
+
+
+def make_graphed_callables(callables: Any, sample_args: Any, num_warmup_iters: int = 3,
+                           allow_unused_input: bool = False, pool: Any = None) -> Any:
+    """CUDA-graphed versions of callables or modules (torch.cuda.make_graphed_callables):
+    each one's forward and its backward are captured into two graphs on ``sample_args``
+    (after ``num_warmup_iters`` eager iterations), and the returned callable is one autograd
+    node whose forward copies its inputs into the static inputs and replays the forward graph
+    (returning its static outputs) and whose backward replays the backward graph. A module is
+    returned with ``forward`` replaced while its training flag is the one it was graphed in."""
+    import gputensor as gt
+    from gputensor.nn.modules.module import Module
+
+    just_one = not isinstance(callables, tuple)
+    if just_one:
+        callables, sample_args = (callables,), (sample_args,)
+    if len(callables) != len(sample_args):
+        raise ValueError("make_graphed_callables: pass one tuple of sample args per callable")
+    graphed = []
+    for fn, args in zip(callables, sample_args, strict=True):
+        args = tuple(args) if isinstance(args, tuple | list) else (args,)
+        if not all(isinstance(a, gt.Tensor) for a in args):
+            raise TypeError("In the beta API, sample_args for each callable must contain only "
+                            "Tensors. Other types are not allowed.")
+        if isinstance(fn, Module) and (fn._forward_hooks or fn._forward_pre_hooks or
+                                       fn._backward_hooks):
+            raise RuntimeError("Modules must not have hooks registered at the time they are "
+                               "passed. However, registering hooks on modules after passing "
+                               "them through make_graphed_callables is allowed.")
+        params = tuple(p for p in fn.parameters() if p.requires_grad) \
+            if isinstance(fn, Module) else ()
+        graphed.append(_graph_one(fn, args, params, num_warmup_iters, allow_unused_input,
+                                  pool))
+    return graphed[0] if just_one else tuple(graphed)
+
+
+def _graph_one(fn: Any, args: tuple, params: tuple, warmup: int, allow_unused: bool,
+               pool: Any) -> Any:
+    import gputensor as gt
+    from gputensor.nn.modules.module import Module
+
+    inputs = args + params
+    diff_inputs = tuple(t for t in inputs if t.requires_grad)
+
+    def grads_of(outs: tuple, grad_outs: tuple) -> tuple:
+        pairs = [(o, g) for o, g in zip(outs, grad_outs, strict=True) if o.requires_grad]
+        if not pairs or not diff_inputs:
+            return (None,) * len(diff_inputs)
+        return gt.autograd.grad([o for o, _ in pairs], diff_inputs, [g for _, g in pairs],
+                                allow_unused=allow_unused)
+
+    side = graph.default_capture_stream or streams.Stream()
+    graph.default_capture_stream = side
+    with streams.stream(side):
+        for _ in range(warmup):
+            outs = _as_tuple(fn(*args))
+            grads_of(outs, tuple(gt.ones_like(o) for o in outs))
+    fwd = CUDAGraph()
+    with graph(fwd, pool=pool):
+        static_outs = _as_tuple(fn(*args))
+    static_grad_outs = tuple(gt.empty_like(o) if o.requires_grad else None
+                             for o in static_outs)
+    bwd = CUDAGraph()
+    with graph(bwd, pool=pool):
+        static_grads = grads_of(static_outs, static_grad_outs)
+    grads_by_input = iter(static_grads)
+    static_grad_inputs = tuple(next(grads_by_input) if t.requires_grad else None
+                               for t in inputs)
+
+    class Graphed(gt.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, *new_inputs: Any) -> Any:
+            for static, new in zip(args, new_inputs[:len(args)], strict=True):
+                if static.data_ptr() != new.data_ptr():
+                    static.copy_(new)
+            fwd.replay()
+            return tuple(o.detach() for o in static_outs)
+
+        @staticmethod
+        def backward(ctx: Any, *grads: Any) -> Any:
+            for static, g in zip(static_grad_outs, grads, strict=True):
+                if static is not None and g is not None and static.data_ptr() != g.data_ptr():
+                    static.copy_(g)
+            bwd.replay()
+            return tuple(None if g is None else g.detach() for g in static_grad_inputs)
+
+    returns_tuple = isinstance(static_outs, tuple) and len(static_outs) != 1
+
+    def functionalized(*user_args: Any) -> Any:
+        out = Graphed.apply(*user_args, *params)
+        out = out if isinstance(out, tuple) else (out,)
+        return out if returns_tuple else out[0]
+
+    functionalized.graphs = (fwd, bwd)  # type: ignore[attr-defined]
+    if isinstance(fn, Module):
+        training, original = fn.training, fn.forward
+
+        def forward(*user_args: Any, **kwargs: Any) -> Any:
+            if fn.training == training and not kwargs:
+                return functionalized(*user_args)
+            return original(*user_args, **kwargs)
+
+        fn.forward = forward
+        return fn
+    return functionalized
+
+
+def _as_tuple(x: Any) -> tuple:
+    return x if isinstance(x, tuple) else (x,)

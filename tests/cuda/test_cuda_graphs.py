@@ -124,3 +124,56 @@ def test_cupy_capture_needs_a_side_stream_and_keeps_freed_blocks(cupy_rt) -> Non
     import gc
     gc.collect()
     assert rt.pool.used_bytes() < used  # released with the graph
+
+
+@needs_cuda
+def test_make_graphed_callables_matches_eager_forward_and_backward() -> None:
+    import copy
+
+    import gputensor.nn as nn
+
+    gt.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4)).cuda()
+    ref = copy.deepcopy(m)
+
+    def fn(a, b):
+        return (a * b).sin(), a + b
+
+    graphed_m, graphed_fn = gt.cuda.make_graphed_callables(
+        (m, fn), ((gt.randn(5, 8, device="cuda", requires_grad=True),),
+                  (gt.randn(3, device="cuda", requires_grad=True),
+                   gt.randn(3, device="cuda"))))
+    assert graphed_m is m
+    for _ in range(3):
+        x = gt.randn(5, 8, device="cuda", requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        y, e = m(x), ref(xr)
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), e.detach().cpu().numpy())
+        (y * y).sum().backward()
+        (e * e).sum().backward()
+        np.testing.assert_allclose(x.grad.cpu().numpy(), xr.grad.cpu().numpy(), rtol=1e-6)
+        for p, q in zip(m.parameters(), ref.parameters(), strict=True):
+            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-6)
+        m.zero_grad()
+        ref.zero_grad()
+        a = gt.randn(3, device="cuda", requires_grad=True)
+        b = gt.randn(3, device="cuda")
+        s, t = graphed_fn(a, b)
+        (s.sum() + t.sum()).backward()
+        np.testing.assert_allclose(a.grad.cpu().numpy(), (b.cpu() * (a * b).cos().cpu()
+                                                          + 1).detach().numpy(), rtol=1e-6)
+    m.eval()  # another training state: the module's own forward
+    x = gt.randn(5, 8, device="cuda")
+    np.testing.assert_array_equal(m(x).detach().cpu().numpy(), ref(x).detach().cpu().numpy())
+
+
+@needs_cuda
+def test_make_graphed_callables_argument_errors() -> None:
+    import gputensor.nn as nn
+
+    with pytest.raises(TypeError, match="must contain only Tensors"):
+        gt.cuda.make_graphed_callables(lambda a, k: a * k, (gt.ones(2, device="cuda"), 3))
+    m = nn.Linear(2, 2).cuda()
+    m.register_forward_hook(lambda *a: None)
+    with pytest.raises(RuntimeError, match="must not have hooks"):
+        gt.cuda.make_graphed_callables(m, (gt.ones(1, 2, device="cuda"),))
