@@ -10,7 +10,6 @@ from __future__ import annotations
 import builtins as _builtins
 import math as _math
 
-import numba as _numba
 
 # 1. dtype registry ------------------------------------------------------------------------------
 from gputensor import _dtype
@@ -114,16 +113,12 @@ inf, nan, pi, e = _math.inf, _math.nan, _math.pi, _math.e
 newaxis = None
 
 
-def set_num_threads(num: _builtins.int) -> None:
-    """The threads the CPU kernels (Numba's parallel loops) use; at most the number Numba
-    started with (``NUMBA_NUM_THREADS``, the core count by default)."""
-    if not isinstance(num, _builtins.int) or isinstance(num, _builtins.bool) or num < 1:
-        raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
-    _numba.set_num_threads(_builtins.min(num, _numba.config.NUMBA_NUM_THREADS))
-
-
-def get_num_threads() -> _builtins.int:
-    return _numba.get_num_threads()
+from gputensor._threads import (  # noqa: E402
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 
 
 # 7. submodules in dependency order ---------------------------------------------------------------
@@ -183,7 +178,8 @@ _HANDWRITTEN = [
     "default_generator", "save", "load", "serialization", "nn", "optim", "utils",
     "datasets", "sparse_coo_tensor", "backends", "get_float32_matmul_precision",
     "set_float32_matmul_precision", "library", "ops", "accelerator", "inf", "nan", "pi", "e",
-    "newaxis", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
+    "newaxis", "set_num_threads", "get_num_threads", "set_num_interop_threads",
+    "get_num_interop_threads", "compile", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     "amp", "cpu", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",

@@ -67,12 +67,30 @@ def test_num_threads_reach_the_cpu_kernels() -> None:
     try:
         gt.set_num_threads(1)
         assert gt.get_num_threads() == 1 == numba.get_num_threads()
+        from threadpoolctl import threadpool_info
+        blas = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+        assert blas and set(blas) == {1}  # one budget: BLAS follows
         gt.set_num_threads(10_000)  # capped at the threads Numba started with
         assert gt.get_num_threads() == numba.config.NUMBA_NUM_THREADS
         with pytest.raises(RuntimeError, match="positive integer"):
             gt.set_num_threads(0)
     finally:
         gt.set_num_threads(before)
+
+
+def test_interop_threads_are_set_once_before_use(monkeypatch) -> None:
+    from gputensor import _threads
+
+    monkeypatch.setattr(_threads, "_interop", [])
+    gt.set_num_interop_threads(3)
+    assert gt.get_num_interop_threads() == 3
+    with pytest.raises(RuntimeError, match="cannot set number of interop threads"):
+        gt.set_num_interop_threads(2)
+    monkeypatch.setattr(_threads, "_interop", [])
+    assert gt.get_num_interop_threads() >= 1
+    gt.set_num_interop_threads(2)  # reading the default does not fix it, as in PyTorch
+    with pytest.raises(RuntimeError, match="expects a positive integer"):
+        _threads.set_num_interop_threads(0)
 
 
 def test_accelerator_answers_like_torch_on_this_machine() -> None:

@@ -1,0 +1,45 @@
+"""One thread budget for the CPU (torch.set_num_threads): Numba's parallel loops and the BLAS
+library behind NumPy/SciPy's matmul (OpenBLAS, limited through threadpoolctl) use the same
+count, so a parallel kernel and a product never ask for more threads than were granted.
+
+``set_num_interop_threads`` keeps PyTorch's contract (at most once); gputensor
+runs ops one after another on the calling thread (as PyTorch's eager mode does), so the value
+sizes no pool.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+
+_interop: list[int] = []
+
+
+def set_num_threads(num: int) -> None:
+    """The threads CPU kernels and BLAS use; at most the number Numba started with
+    (``NUMBA_NUM_THREADS``, the core count by default)."""
+    if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+        raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
+    n = min(num, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n, user_api="blas")  # every BLAS library loaded so far
+
+
+def get_num_threads() -> int:
+    return numba.get_num_threads()
+
+
+def set_num_interop_threads(num: int) -> None:
+    if not isinstance(num, int) or isinstance(num, bool) or num < 1:
+        raise RuntimeError("set_num_interop_threads expects a positive integer")
+    if _interop:
+        raise RuntimeError("Error: cannot set number of interop threads after parallel work "
+                           "has started or set_num_interop_threads called")
+    _interop.append(num)
+
+
+def get_num_interop_threads() -> int:
+    return _interop[0] if _interop else os.cpu_count() or 1  # PyTorch's default: the cores
