@@ -131,7 +131,9 @@ def test_measured_peaks_are_cached_per_device_and_host(tmp_path, monkeypatch):
     gt.profiler.set_device_peaks("cpu")  # drop the fixture's override
     monkeypatch.setattr(peaks_module, "_known", {})
     measured = device_peaks("cpu")
-    assert measured.source == "measured (CPU)"
+    assert measured.source.startswith("measured (CPU): copy of ")
+    assert int(measured.source.split("copy of ")[1].split()[0]) * (1 << 20) >= \
+        4 * peaks_module.last_level_cache_bytes()  # DRAM, not the caches
     assert measured.bandwidth_bytes_per_s > 0 and measured.flops_per_s > 0
     table = json.loads(cache.read_text())
     (key,) = table
@@ -143,6 +145,13 @@ def test_measured_peaks_are_cached_per_device_and_host(tmp_path, monkeypatch):
     monkeypatch.setattr(peaks_module, "measure_peaks",
                         lambda *a: pytest.fail("measured twice"))
     assert device_peaks("cpu") == measured
+    # ... until the entry is a day old (or the machine's core count changed)
+    table[key]["measured_at"] -= peaks_module.MAX_AGE_S + 1
+    cache.write_text(json.dumps(table))
+    monkeypatch.setattr(peaks_module, "_known", {})
+    monkeypatch.setattr(peaks_module, "measure_peaks", lambda *a: measured)
+    assert device_peaks("cpu") == measured
+    assert json.loads(cache.read_text())[key]["measured_at"] > table[key]["measured_at"]
 
 
 @pytest.mark.skipif(not gt.cuda.is_available(), reason="needs a cuda device (the emulator)")
