@@ -21,10 +21,12 @@ from gputensor._files import write_atomically
 @functools.cache
 def vocabulary_hash() -> str:
     """Kernels that call ``scalar_fns`` embed this in their source, so editing scalar_fns.py
-    re-keys Numba's disk cache (Numba does not track that dependency)."""
-    from . import scalar_fns
+    or fast_math.py (whose functions it inlines) re-keys Numba's disk cache (Numba does not
+    track that dependency)."""
+    from . import fast_math, scalar_fns
 
-    return hashlib.sha1(Path(scalar_fns.__file__).read_bytes()).hexdigest()[:16]
+    text = b"".join(Path(m.__file__).read_bytes() for m in (scalar_fns, fast_math))
+    return hashlib.sha1(text).hexdigest()[:16]
 
 
 def cache_dir() -> Path:

@@ -11,17 +11,38 @@ float64 references):
 - ``sigmoid_f32``: 1 / (1 + e) or e / (1 + e) with e = exp(-|x|) <= 1, the sum and quotient
   in float64 (one rounding at the end, so the tails stay within 1.5 ulp, subnormals too);
 - ``erf_f32``: Cephes' erff polynomial (evaluated in float64) below 1, and above it
-  1 - erfc with Numerical Recipes' erfc approximation (fractional error < 1.2e-7).
+  1 - erfc with Numerical Recipes' erfc approximation (fractional error < 1.2e-7);
+- ``gelu_f32``/``gelu_grad_f32``: x Phi(x) and Phi(x) + x phi(x) with 1 + erf taken as
+  erfc(-x) in the left tail (no cancellation there).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
-
-from .scalar_fns import float_from_bits
+from llvmlite import ir as llvm_ir
+from numba import njit, types
+from numba.extending import intrinsic
 
 _F = np.float32
+
+
+@intrinsic
+def float_from_bits(typingctx, bits, like):
+    """The float of ``like``'s type (float32/float64) whose bits are the integer ``bits``
+    (truncated to that width: Numba widens int32 arithmetic to int64)."""
+    if not isinstance(bits, types.Integer) or like not in (types.float32, types.float64):
+        return None
+    wide = like == types.float64
+
+    def codegen(context, builder, signature, args):
+        width = 64 if wide else 32
+        value = args[0]
+        if bits.bitwidth > width:
+            value = builder.trunc(value, llvm_ir.IntType(width))
+        elif bits.bitwidth < width:
+            value = builder.sext(value, llvm_ir.IntType(width))
+        return builder.bitcast(value, llvm_ir.DoubleType() if wide else llvm_ir.FloatType())
+    return like(bits, like), codegen
 
 
 @njit(inline="always", error_model="numpy")
@@ -67,19 +88,66 @@ def sigmoid_f32(x):
 
 
 @njit(inline="always", error_model="numpy")
-def erf_f32(x):
-    a = abs(x)
-    z = x * x
-    zd = np.float64(z)
-    small = _F(np.float64(x) * ((((((7.853861353153693e-5 * zd - 8.010193625184903e-4) * zd
-                                   + 5.188327685732524e-3) * zd - 2.685381193529856e-2) * zd
-                                 + 1.128358514861418e-1) * zd - 3.761262582423300e-1) * zd
-                               + 1.128379165726710))
+def _erf_small(u):
+    """erf(u) for |u| < 1: Cephes' erff polynomial, evaluated in float64."""
+    z = np.float64(u) * np.float64(u)
+    return np.float64(u) * ((((((7.853861353153693e-5 * z - 8.010193625184903e-4) * z
+                                + 5.188327685732524e-3) * z - 2.685381193529856e-2) * z
+                              + 1.128358514861418e-1) * z - 3.761262582423300e-1) * z
+                            + 1.128379165726710)
+
+
+@njit(inline="always", error_model="numpy")
+def _erfc_tail(u, x, half):
+    """erfc(|u|) by Numerical Recipes' approximation (fractional error < 1.2e-7), where
+    u^2 = x^2 / 2 if ``half`` else x^2 with x exact (see _exp_neg_sq)."""
+    a = min(abs(u), _F(16.0))
     t = _F(1.0) / (_F(1.0) + _F(0.5) * a)
     poly = _F(-1.26551223) + t * (_F(1.00002368) + t * (_F(0.37409196) + t * (
         _F(0.09678418) + t * (_F(-0.18628806) + t * (_F(0.27886807) + t * (
             _F(-1.13520398) + t * (_F(1.48851587) + t * (_F(-0.82215223)
                                                           + t * _F(0.17087277)))))))))
-    big = _F(1.0) - t * exp_f32(-z + poly)
-    big = -big if x < 0 else big
-    return small if a < _F(1.0) else big
+    return t * _exp_neg_sq(x, _F(0.5) if half else _F(1.0), poly)
+
+
+@njit(inline="always", error_model="numpy")
+def _exp_neg_sq(x, c, extra):
+    """exp(extra - c x^2) as exp(-c h^2) exp(extra - c (|x| - h)(|x| + h)), h = |x| rounded
+    down to 1/64 (c h^2 is exact in float32 below 16; |x| - h is exact): a rounded x^2 would
+    carry an error that exp turns into a relative one growing with x^2. |x| is clamped at 16,
+    where the result is already 0."""
+    ax = min(abs(x), _F(16.0))
+    h = np.floor(ax * _F(64.0)) * _F(0.015625)
+    return exp_f32(-(c * h * h)) * exp_f32(extra - c * (ax - h) * (ax + h))
+
+
+@njit(inline="always", error_model="numpy")
+def erf_f32(x):
+    tail = _F(1.0) - _erfc_tail(x, x, False)
+    e = _F(_erf_small(x)) if abs(x) < _F(1.0) else (-tail if x < 0 else tail)
+    return x if x != x else e
+
+
+@njit(inline="always", error_model="numpy")
+def _one_plus_erf_scaled(x):
+    """1 + erf(x / sqrt 2) in float64, without cancellation (erfc in the left tail)."""
+    u = x * _F(0.70710677)
+    tail = np.float64(_erfc_tail(u, x, True))
+    return 1.0 + _erf_small(np.float64(x) * 0.7071067811865476) if abs(u) < _F(1.0) else \
+        (tail if x < 0 else 2.0 - tail)
+
+
+@njit(inline="always", error_model="numpy")
+def gelu_f32(x):
+    """x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))."""
+    g = _F(0.5 * np.float64(x) * _one_plus_erf_scaled(x))
+    return x if x != x else g
+
+
+@njit(inline="always", error_model="numpy")
+def gelu_grad_f32(x):
+    """Phi(x) + x phi(x), the derivative of gelu."""
+    xd = np.float64(x)
+    g = _F(0.5 * _one_plus_erf_scaled(x)
+           + xd * 0.3989422804014327 * np.float64(_exp_neg_sq(x, _F(0.5), _F(0.0))))
+    return x if x != x else g

@@ -744,7 +744,8 @@ _SOFTMAX_SRC = """\
 import numpy as np
 from numba import njit, prange
 
-from gputensor.kernels.cpu.scalar_fns import fast_exp, float_from_bits, ordered_bits
+from gputensor.kernels.cpu.fast_math import float_from_bits
+from gputensor.kernels.cpu.scalar_fns import fast_exp, ordered_bits
 
 # vocabulary {vocabulary}
 

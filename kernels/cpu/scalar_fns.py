@@ -14,12 +14,19 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from llvmlite import ir as llvm_ir
 from numba import njit, types
-from numba.extending import intrinsic, overload
+from numba.extending import overload
+
+from .fast_math import (
+    erf_f32,
+    exp_f32,
+    gelu_f32,
+    gelu_grad_f32,
+    sigmoid_f32,
+    tanh_f32,
+)
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
-exp = np.exp
 exp2 = np.exp2
 expm1 = np.expm1
 log = np.log
@@ -38,7 +45,6 @@ hypot = np.hypot
 copysign = np.copysign
 sinh = np.sinh
 cosh = np.cosh
-tanh = np.tanh
 asinh = np.arcsinh
 acosh = np.arccosh
 atanh = np.arctanh
@@ -73,6 +79,59 @@ real = _vocab("real")
 abs2 = _vocab("abs2")
 round_decimals = _vocab("round_decimals")
 nan_to_num = _vocab("nan_to_num")
+# float32 through kernels/cpu/fast_math.py (vectorisable, within 1.6 ulp); NumPy's otherwise.
+exp = _vocab("exp")
+tanh = _vocab("tanh")
+sigmoid = _vocab("sigmoid")
+erf = _vocab("erf")
+gelu_erf = _vocab("gelu_erf")
+gelu_erf_grad = _vocab("gelu_erf_grad")
+
+
+@overload(exp)
+def _exp(a):
+    if a == types.float32:
+        return lambda a: exp_f32(a)
+    return lambda a: np.exp(a)
+
+
+@overload(tanh)
+def _tanh(a):
+    if a == types.float32:
+        return lambda a: tanh_f32(a)
+    return lambda a: np.tanh(a)
+
+
+@overload(sigmoid)
+def _sigmoid(a):
+    if a == types.float32:
+        return lambda a: sigmoid_f32(a)
+    return lambda a: 1.0 / (1.0 + np.exp(-a))
+
+
+@overload(erf)
+def _erf(a):
+    if a == types.float32:
+        return lambda a: erf_f32(a)
+    return lambda a: math.erf(a)
+
+
+@overload(gelu_erf)
+def _gelu_erf(a):
+    if a == types.float32:
+        return lambda a: gelu_f32(a)
+    return lambda a: 0.5 * a * (1.0 + math.erf(a * 0.7071067811865476))
+
+
+@overload(gelu_erf_grad)
+def _gelu_erf_grad(a):
+    if a == types.float32:
+        return lambda a: gelu_grad_f32(a)
+
+    def impl(a):
+        cdf = 0.5 * (1.0 + math.erf(a * 0.7071067811865476))
+        return cdf + a * 0.3989422804014327 * np.exp(-0.5 * a * a)
+    return impl
 
 
 def _int_or_bool(t: types.Type) -> bool:
@@ -335,23 +394,8 @@ def rsqrt(a):
 
 
 @njit(cache=True)
-def sigmoid(a):
-    return 1.0 / (1.0 + np.exp(-a))
-
-
-@njit(cache=True)
-def erf(a):
-    return math.erf(a)
-
-
-@njit(cache=True)
 def softplus(a, beta, threshold):
     return a if a * beta > threshold else np.log1p(np.exp(a * beta)) / beta
-
-
-@njit(cache=True)
-def gelu_erf(a):
-    return 0.5 * a * (1.0 + math.erf(a * 0.7071067811865476))
 
 
 @njit(cache=True)
@@ -380,12 +424,6 @@ def _nan_to_num(a, nan, posinf, neginf):
 
 # -- derivatives of activations (the fused backward ops use these) ---------------------------
 @njit(cache=True)
-def gelu_erf_grad(a):
-    cdf = 0.5 * (1.0 + math.erf(a * 0.7071067811865476))
-    return cdf + a * 0.3989422804014327 * np.exp(-0.5 * a * a)
-
-
-@njit(cache=True)
 def gelu_tanh_grad(a):
     inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
     t = np.tanh(inner)
@@ -400,31 +438,8 @@ def softplus_grad(a, beta, threshold):
 
 
 # -- an exp that vectorises ------------------------------------------------------------------
-# Numba's exp calls libm one element at a time (the PyPI llvmlite has no SVML). fast_exp of a
-# float32 is inline arithmetic LLVM can vectorise: exp(x) = 2^n * p(r), x = n ln2 + r, with
-# Cephes' expf polynomial on |r| <= ln2/2 and 2^n built from its bits: within 1.3 ulp of the
-# exact value (5 ulp above 88.4, near overflow), results below 2^-126 flushed to zero. Other
-# dtypes use np.exp. The softmax kernels use it (exp dominates them).
+# The softmax kernels' exp: ``exp`` itself now that float32 exp vectorises (fast_math.py).
 fast_exp = _vocab("fast_exp")
-
-
-@intrinsic
-def float_from_bits(typingctx, bits, like):
-    """The float of ``like``'s type (float32/float64) whose bits are the integer ``bits``
-    (truncated to that width: Numba widens int32 arithmetic to int64)."""
-    if not isinstance(bits, types.Integer) or like not in (types.float32, types.float64):
-        return None
-    wide = like == types.float64
-
-    def codegen(context, builder, signature, args):
-        width = 64 if wide else 32
-        value = args[0]
-        if bits.bitwidth > width:
-            value = builder.trunc(value, llvm_ir.IntType(width))
-        elif bits.bitwidth < width:
-            value = builder.sext(value, llvm_ir.IntType(width))
-        return builder.bitcast(value, llvm_ir.DoubleType() if wide else llvm_ir.FloatType())
-    return like(bits, like), codegen
 
 
 @njit(inline="always")
@@ -435,35 +450,8 @@ def ordered_bits(v, shift, mask):
     return v ^ ((v >> shift) & mask)
 
 
-@njit(inline="always")
-def _exp_float32(x):
-    xc = min(max(x, np.float32(-87.33654)), np.float32(88.72284))
-    # n <= 127, so 2^n never overflows even if the two factors below are multiplied first
-    # (fastmath may reassociate); r then reaches ln2 at the very top, still accurate.
-    n = min(np.floor(xc * np.float32(1.442695040888963) + np.float32(0.5)), np.float32(127.0))
-    r = xc - n * np.float32(0.693359375) + n * np.float32(2.12194440e-4)
-    p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    p = p * r * r + r + np.float32(1.0)
-    # 2^n as 2^h * 2^(n-h), h = n // 2: both normal floats for n in [-126, 128], where 2^n
-    # alone would leave float32's exponent range at either end.
-    ni = np.int32(n)
-    h = ni >> np.int32(1)
-    e = p * float_from_bits((h + np.int32(127)) << np.int32(23), p) \
-        * float_from_bits((ni - h + np.int32(127)) << np.int32(23), p)
-    if x < np.float32(-87.33654):
-        e = np.float32(0.0)
-    if x > np.float32(88.72284):
-        e = np.float32(np.inf)
-    return x if x != x else e
-
-
 @overload(fast_exp)
 def _fast_exp(x):
     if x == types.float32:
-        return lambda x: _exp_float32(x)
+        return lambda x: exp_f32(x)
     return lambda x: np.exp(x)
