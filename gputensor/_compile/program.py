@@ -153,9 +153,10 @@ class Program:
         self.use_cuda_graph = False  # mode='reduce-overhead': replay as one CUDA graph
         self.cuda_graph: Any = None
         self.kernel_count = sum(s.kind == KERNEL for s in self.steps)
-        # The common case, bound once: (fn, args, kwargs or None) per step.
+        # The common case, bound once: (fn, args, kwargs or None) per step, or a kernel's own
+        # prebound call where it offers one (``fn.bind``: its arrays resolved once).
         self._plain = None if any(s.kind == CHECK for s in self.steps) else \
-            [(s.fn, s.args, s.kwargs or None) for s in self.steps]
+            [_bound(s) for s in self.steps]
 
     def run(self) -> None:
         if self.use_cuda_graph and hooks.active() is None:
@@ -213,6 +214,14 @@ class Program:
             return  # a step reads back or synchronises: not capturable
         self.cuda_graph = graph
         self.use_cuda_graph = True
+
+
+def _bound(s: Step) -> tuple[Any, tuple, dict | None]:
+    bind = getattr(s.fn, "bind", None) if s.kind == KERNEL else None
+    call = bind(*s.args, **s.kwargs) if bind is not None else None
+    if call is not None:
+        return call, (), None
+    return s.fn, s.args, s.kwargs or None
 
 
 def _tensors(obj: Any) -> list[Tensor]:

@@ -9,6 +9,7 @@ non-BLAS loop are copied first. float16/bfloat16 compute in float32 and are cast
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -100,6 +101,36 @@ def gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: 
     if not direct:
         with np.errstate(over="ignore"):  # float32 -> float16 overflow is inf, as in PyTorch
             o[...] = prod
+
+
+def _bind_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any,
+               alpha: Any) -> Any:
+    """``gemm`` resolved once for tensors whose buffers stay put (gt.compile's replay): the
+    product into ``out`` bound to np.matmul, plus ``c`` when beta is 1 (a Linear's bias);
+    None for anything that scales or would copy an operand."""
+    o = out._host
+    if o.size == 0 or alpha != 1 or a._shape[-1] == 0:
+        return None
+    compute = _UPCAST.get(out._dtype, o.dtype)
+    a_arr, b_arr = a._host, b._host
+    if compute != o.dtype or _operand(a, compute) is not a_arr or \
+            _operand(b, compute) is not b_arr or \
+            not (o.flags.c_contiguous or _blas_ready(o, False)):
+        return None
+    product = functools.partial(np.matmul, a_arr, b_arr, out=o)
+    if c is None or beta == 0:
+        return product
+    c_arr = c._host
+    if beta != 1 or c_arr.dtype != compute or np.may_share_memory(o, c_arr):
+        return None
+
+    def product_plus_c() -> None:
+        product()
+        np.add(o, c_arr, out=o)
+    return product_plus_c
+
+
+gemm.bind = _bind_gemm  # type: ignore[attr-defined]
 
 
 @CPU.register("einsum")

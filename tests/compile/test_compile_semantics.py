@@ -348,3 +348,18 @@ def test_reduce_overhead_replays_cuda_graphs() -> None:
                                       (emb(i) * 2).detach().cpu().numpy())
     (graph,) = _graphs(f)
     assert graph.forward.cuda_graph is None
+
+
+def test_cpu_replay_prebinds_products_and_elementwise_kernels(monkeypatch) -> None:
+    monkeypatch.setattr(gt.compiler.config, "fuse", False)
+    m = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    f = gt.compile(lambda x: m(x) * 2.0)
+    x = gt.randn(3, 4)
+    f(x)
+    (graph,) = _graphs(f)
+    prebound = [fn for fn, args, _ in graph.forward._plain if args == ()]
+    names = [s.name for s in graph.forward.steps]
+    assert names.count("_gemm") + names.count("relu") + names.count("mul") <= len(prebound)
+    for _ in range(2):
+        x = gt.randn(3, 4)
+        np.testing.assert_array_equal(f(x).detach().numpy(), (m(x) * 2.0).detach().numpy())
