@@ -25,6 +25,7 @@ from .fast_math import (
     sigmoid_f32,
     tanh_f32,
 )
+from .scalar_special import *  # noqa: F403  (torch.special's functions, same vocabulary)
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
 exp2 = np.exp2

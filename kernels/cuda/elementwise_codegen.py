@@ -54,6 +54,13 @@ VOCABULARY = frozenset({
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
     "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp", "abs2",
+    # torch.special (special_fns.cuh)
+    "lgamma", "digamma", "trigamma", "polygamma", "zeta", "mvlgamma", "erfc", "erfinv",
+    "erfcx", "igamma", "igammac", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e",
+    "bessel_k0", "bessel_k0e", "bessel_k1", "bessel_k1e",
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "ndtr", "ndtri", "log_ndtr", "entr",
+    "xlog1py", "spherical_j0", "airy_ai", "cheb_t", "cheb_u", "cheb_v", "cheb_w", "hermite_h",
+    "hermite_he", "laguerre_l", "legendre_p",
 })
 _BUILTINS = {"abs": "gt::pyabs", "min": "gt::pymin", "max": "gt::pymax"}
 _NUMPY = {"conj": "gt::conj", "conjugate": "gt::conj", "signbit": "gt::signbit",
@@ -354,7 +361,9 @@ def _vector_loop(spec: KernelSpec, arrays: list[tuple[str, D.dtype]], body: str,
 
 @functools.cache
 def _header_hash() -> str:
-    return hashlib.sha1((Path(__file__).parent / "scalar_fns.cuh").read_bytes()).hexdigest()[:16]
+    here = Path(__file__).parent
+    text = b"".join((here / f).read_bytes() for f in ("scalar_fns.cuh", "special_fns.cuh"))
+    return hashlib.sha1(text).hexdigest()[:16]
 
 
 def module_source(specs: Iterable[KernelSpec]) -> str:

@@ -366,4 +366,5 @@ template <class T, class P> __device__ __forceinline__ T nan_to_num(T a, P nan, 
 
 }  // namespace gt
 
+#include "special_fns.cuh"  // torch.special's functions
 #include "complex.cuh"

@@ -332,3 +332,87 @@ GT_EMU_HALF_OPS(__nv_bfloat16, __h)
 #undef GT_EMU_HALF_OPS
 inline bool __hisnan(__half h) { return std::isnan((float)h); }
 inline bool __hisinf(__half h) { return std::isinf((float)h); }
+
+// ---- CUDA math functions <cmath> lacks (special functions; glibc has j0/j1/y0/y1) ----------
+namespace gt_emu {
+// erf^-1 on [-1/2, 1/2]: Giles' approximation refined by Newton steps on erf.
+inline double erfinv_center(double y) {
+    double w = -std::log((1.0 - y) * (1.0 + y)) - 2.5;
+    double p = 2.81022636e-08;
+    p = 3.43273939e-07 + p * w; p = -3.5233877e-06 + p * w; p = -4.39150654e-06 + p * w;
+    p = 0.00021858087 + p * w; p = -0.00125372503 + p * w; p = -0.00417768164 + p * w;
+    p = 0.246640727 + p * w; p = 1.50140941 + p * w;
+    double x = p * y;
+    for (int i = 0; i < 3; ++i)
+        x -= (std::erf(x) - y) / (1.1283791670955126 * std::exp(-x * x));
+    return x;
+}
+inline double erfcx(double x) {
+    if (std::isnan(x)) return x;
+    if (x < 25) return std::exp(x * x) * std::erfc(x);
+    if (x > 1e8) return 0.5641895835477563 / x;
+    const double z = 1 / (2 * x * x);
+    double term = 1, sum = 1;
+    for (int k = 1; k < 12; ++k) {  // 1/(x sqrt(pi)) sum (-1)^k (2k-1)!! / (2x^2)^k
+        term *= -(2.0 * k - 1) * z;
+        sum += term;
+    }
+    return 0.5641895835477563 / x * sum;
+}
+// erfc^-1 on (0, 2): a normal-quantile starting value, then Newton steps on log(erfc).
+inline double erfcinv(double q) {
+    if (!(q > 0 && q < 2)) return q == 0 ? HUGE_VAL : (q == 2 ? -HUGE_VAL : NAN);
+    if (q >= 0.5 && q <= 1.5) return erfinv_center(1 - q);
+    if (q > 1.5) return -erfcinv(2 - q);
+    const double t = std::sqrt(-2 * std::log(q / 2));
+    double x = (t - (2.515517 + t * (0.802853 + t * 0.010328)) /
+                (1 + t * (1.432788 + t * (0.189269 + t * 0.001308)))) * 0.7071067811865476;
+    // log erfc(x) = log erfcx(x) - x^2 stays exact where erfc(x) is subnormal
+    for (int i = 0; i < 5; ++i)
+        x += (std::log(erfcx(x)) - x * x - std::log(q)) * erfcx(x) * 0.886226925452758;
+    return x;
+}
+inline double erfinv(double y) {
+    if (std::fabs(y) <= 0.5) return erfinv_center(y);
+    if (!(std::fabs(y) <= 1)) return NAN;
+    return y > 0 ? erfcinv(1 - y) : -erfcinv(1 + y);
+}
+}  // namespace gt_emu
+inline double erfinv(double y) { return gt_emu::erfinv(y); }
+inline float erfinvf(float y) { return (float)gt_emu::erfinv(y); }
+inline double erfcinv(double q) { return gt_emu::erfcinv(q); }
+inline float erfcinvf(float q) { return (float)gt_emu::erfcinv(q); }
+inline double erfcx(double x) { return gt_emu::erfcx(x); }
+inline float erfcxf(float x) { return (float)gt_emu::erfcx(x); }
+inline double normcdfinv(double p) { return -1.4142135623730951 * gt_emu::erfcinv(2 * p); }
+inline float normcdfinvf(float p) { return (float)normcdfinv(p); }
+namespace gt_emu {
+// I0 and I1 (x >= 0): the power series up to 30, Hankel's asymptotic series beyond.
+inline double bessel_i01(double x, int nu) {
+    if (std::isnan(x)) return x;
+    if (x <= 30) {
+        const double y = 0.25 * x * x;
+        double term = nu ? 0.5 * x : 1.0, sum = term;
+        for (int k = 1; k < 200 && term > 1e-17 * sum; ++k) {
+            term *= y / ((double)k * (k + nu));
+            sum += term;
+        }
+        return sum;
+    }
+    const double mu = 4.0 * nu * nu;
+    double term = 1, sum = 1;
+    for (int k = 1; k < 12; ++k) {
+        const double m = 2.0 * k - 1;
+        term *= -(mu - m * m) / (k * 8.0 * x);
+        sum += term;
+    }
+    const double h = std::exp(0.5 * x);  // e^x in two halves: finite wherever I(x) is
+    return h * (sum / std::sqrt(2 * 3.14159265358979323846 * x)) * h;
+}
+}  // namespace gt_emu
+inline double cyl_bessel_i0(double x) { return gt_emu::bessel_i01(std::fabs(x), 0); }
+inline float cyl_bessel_i0f(float x) { return (float)cyl_bessel_i0(x); }
+inline double cyl_bessel_i1(double x) {
+    return std::copysign(gt_emu::bessel_i01(std::fabs(x), 1), x);
+}
+inline float cyl_bessel_i1f(float x) { return (float)cyl_bessel_i1(x); }
