@@ -8,11 +8,12 @@ their storage when saved, so an in-place edit before backward is caught and name
 from __future__ import annotations
 
 import itertools
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import anomaly_mode
+from . import anomaly_mode, grad_mode
 
 Edge = tuple["Node", int]
 _sequence = itertools.count()
@@ -163,17 +164,47 @@ class SavedTensor:
 
     An op's own output is saved as a detached alias (the output holds its grad_fn, so a strong
     reference back would make a cycle); unpacking re-attaches the node for double backward.
+    While :class:`saved_tensors_hooks` are active, the tensor is handed to the pack hook and
+    only what it returns is kept, with the autograd metadata needed to rebuild the tensor
+    from what the unpack hook gives back (PyTorch's ``SavedVariable`` with hooks).
     """
 
-    __slots__ = ("tensor", "version", "is_output", "output_nr")
+    __slots__ = ("tensor", "version", "is_output", "output_nr", "hooks", "meta")
 
     def __init__(self, t: Any, is_output: bool = False, output_nr: int = 0) -> None:
         self.tensor = t.detach() if is_output else t
         self.version = t._storage._version
         self.is_output = is_output
         self.output_nr = output_nr
+        self.hooks = None
+        if _hooks_active:   # one global read when no hooks are in use anywhere
+            hooks = _hook_stack()
+            if hooks:
+                self._pack(t, hooks[-1])
+
+    def _pack(self, t: Any, hooks: tuple[Callable, Callable]) -> None:
+        pack, unpack = hooks
+        if not self.is_output:  # PyTorch keeps the grad_fn of an input, the leaf's accumulator
+            if t.grad_fn is not None:
+                self.meta = (t.grad_fn, t._output_nr, None)
+            elif t._requires_grad:
+                self.meta = (None, 0, weakref.ref(grad_accumulator(t)))
+            else:
+                self.meta = None
+        with grad_mode.no_grad():
+            packed = pack(self.tensor)
+        if t._storage._version != self.version:
+            raise RuntimeError(
+                "A saved tensor pack hook is modifying its input in place. Tensors provided as "
+                "input to pack hook cannot be modified by in-place operations as this can lead "
+                "to unexpected side-effects. Please open an issue if you need to perform "
+                "in-place operations on the input to a pack hook.")
+        self.tensor = packed
+        self.hooks = unpack
 
     def unpack(self, node: Node) -> Any:
+        if self.hooks is not None:
+            return self._unpack_hooked(node)
         t = self.tensor
         if t._storage._version != self.version:
             kind = "its output" if self.is_output else "an input"
@@ -190,3 +221,84 @@ class SavedTensor:
             alias._output_nr = self.output_nr
             return alias
         return t
+
+    def _unpack_hooked(self, node: Node) -> Any:
+        # No version check: what the hooks keep is theirs (as in PyTorch).
+        data = self.hooks(self.tensor)
+        if not (hasattr(data, "_storage") and hasattr(data, "grad_fn")):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(data).__name__}")
+        if self.is_output:
+            fn, nr, acc = node, self.output_nr, None
+        elif self.meta is None:
+            return data.detach() if data._requires_grad else data
+        else:
+            fn, nr, acc = self.meta
+        alias = data.detach()
+        alias._requires_grad = True
+        if fn is not None:
+            alias.grad_fn = fn
+            alias._output_nr = nr
+        else:  # a leaf: gradients still reach the original's AccumulateGrad
+            alias._grad_acc = acc
+        return alias
+
+
+# -- saved tensor hooks (torch.autograd.graph.saved_tensors_hooks) ---------------------------
+_hooks_active = 0   # how many hook contexts are open in any thread: SavedTensor's fast test
+_hook_state = threading.local()
+_count_lock = threading.Lock()
+
+
+def _hook_stack() -> list[tuple[Callable, Callable]]:
+    stack = getattr(_hook_state, "stack", None)
+    if stack is None:
+        stack = _hook_state.stack = []
+    return stack
+
+
+class saved_tensors_hooks:  # noqa: N801 (PyTorch's name)
+    """Context manager: every tensor an autograd node saves while it is active goes through
+    ``pack_hook(tensor) -> Any``, and backward reads it back as ``unpack_hook(packed)``, which
+    must return a tensor with the original's contents. Innermost context wins; hooks run with
+    grad disabled and must not modify their input in place."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]
+                 ) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> saved_tensors_hooks:
+        global _hooks_active
+        _hook_stack().append((self.pack_hook, self.unpack_hook))
+        with _count_lock:
+            _hooks_active += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        global _hooks_active
+        _hook_stack().pop()
+        with _count_lock:
+            _hooks_active -= 1
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 (PyTorch's name)
+    """Saved tensors live in CPU memory (pinned when ``pin_memory``) until backward copies
+    them back to their device: activation memory on the accelerator is traded for copies."""
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        import gputensor as gt
+
+        def pack_to_cpu(tensor: Any) -> tuple[Any, Any]:
+            if not pin_memory:
+                return tensor.device, tensor.cpu()
+            packed = gt.empty(tuple(tensor.shape), dtype=tensor.dtype,
+                              pin_memory=getattr(gt, device_type).is_available())
+            packed.copy_(tensor)
+            return tensor.device, packed
+
+        def unpack_from_cpu(packed: tuple[Any, Any]) -> Any:
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)

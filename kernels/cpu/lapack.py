@@ -1,1 +1,341 @@
-"""Placeholder: kernels land here (issue 17)."""
+"""gt.linalg's backend kernels, written once over the array-library interface and registered for
+the CPU here (NumPy's batched LAPACK gufuncs and SciPy's LAPACK/BLAS wrappers on the tensors'
+host views) and for CUDA in kernels/cuda/ops/lapack.py (the same functions on CuPy's cuSOLVER
+routines over zero-copy device arrays, or on SciPy over the emulator's memory).
+
+A registered kernel is ``kernel(outs, ins, params)``; it runs ``fn(lib, outs, ins, *params)``:
+``lib`` is a runtime ArrayLibrary (``xp``, ``linalg``, ``scipy_linalg``), ``outs`` the arrays
+the frontend allocated (None for outputs not requested), ``ins`` the validated inputs (matrices
+in the last two dims, batch dims already broadcast). Results land with ``out[...] = result``.
+``info`` outputs hold LAPACK's code per matrix (0: success; k > 0: the k-th pivot / leading
+minor failed). Small matrices go through NumPy's batched gufuncs; NumPy raises for a whole
+batch when one matrix fails, so the host then redoes the batch matrix by matrix with SciPy's
+LAPACK wrappers to get each code. Matrices from 64 rows or columns on go through SciPy's
+LAPACK one matrix at a time (faster there). CuPy does not raise and the codes are read off the
+results on the device (no host round trip).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from gputensor._tensor import Tensor
+from gputensor.kernels.registry import CPU
+
+KERNELS: dict[str, Callable[..., None]] = {}
+
+
+def _kernel(name: str) -> Callable:
+    def deco(fn: Callable) -> Callable:
+        KERNELS[name] = fn
+        return fn
+    return deco
+
+
+def _on_host(lib: Any) -> bool:
+    return lib.xp is np
+
+
+def _lapack(name: str, a: np.ndarray) -> Callable:
+    from scipy.linalg import get_lapack_funcs
+    return get_lapack_funcs((name,), (a,))[0]
+
+
+# From this order on, SciPy's LAPACK wrappers (one call per matrix) beat NumPy's gufunc loop,
+# whose per-matrix work is sized for small matrices (measured on 512x512: 2-10x).
+_LARGE = 64
+
+
+def _large(a: np.ndarray) -> bool:
+    return a.shape[-1] >= _LARGE or a.shape[-2] >= _LARGE
+
+
+def _first_failure(bad: Any, xp: Any) -> Any:
+    """1-based index of the first True along the last dim, 0 where there is none (int32)."""
+    n = bad.shape[-1]
+    if n == 0:
+        return xp.zeros(bad.shape[:-1], dtype=xp.int32)
+    first = xp.argmax(bad, axis=-1) + 1
+    return xp.where(bad.any(axis=-1), first, 0).astype(xp.int32)
+
+
+def _diag(a: Any, xp: Any) -> Any:
+    return xp.diagonal(a, axis1=-2, axis2=-1)
+
+
+# -- LU family: solve, inv, det, slogdet -----------------------------------------------------
+@_kernel("_linalg_solve_ex")
+def solve(lib: Any, outs: list, ins: list) -> None:
+    (x, info), (a, b) = outs, ins
+    xp = lib.xp
+    if a.size == 0 or b.size == 0:
+        x[...] = 0
+        info[...] = 0
+        return
+    if _on_host(lib):
+        if not _large(a):
+            try:
+                x[...] = np.linalg.solve(a, b)
+                info[...] = 0
+                return
+            except np.linalg.LinAlgError:
+                pass
+        # LU of A^T (A's transpose view is Fortran-ordered: no copy), then A x = b as
+        # (A^T)^T x = b (trans=1, a plain transpose for complex too).
+        getrf, getrs = _lapack("getrf", a), _lapack("getrs", a)
+        for i in np.ndindex(*a.shape[:-2]):
+            lu, piv, code = getrf(a[i].T)
+            with np.errstate(all="ignore"):
+                x[i] = getrs(lu, piv, b[i], trans=1)[0]
+            info[i] = code
+        return
+    x[...] = lib.linalg.solve(a, b)
+    info[...] = _first_failure(~xp.isfinite(x).all(axis=-1), xp)
+
+
+@_kernel("_linalg_inv_ex")
+def inv(lib: Any, outs: list, ins: list) -> None:
+    (ainv, info), (a,) = outs, ins
+    xp = lib.xp
+    if a.size == 0:
+        info[...] = 0
+        return
+    if _on_host(lib):
+        if not _large(a):
+            try:
+                ainv[...] = np.linalg.inv(a)
+                info[...] = 0
+                return
+            except np.linalg.LinAlgError:
+                pass
+        getrf, getri = _lapack("getrf", a), _lapack("getri", a)
+        for i in np.ndindex(*a.shape[:-2]):
+            lu, piv, code = getrf(a[i])
+            info[i] = code
+            with np.errstate(all="ignore"):
+                ainv[i] = getri(lu, piv)[0] if code == 0 else _singular_inverse(lu, piv)
+        return
+    ainv[...] = lib.linalg.inv(a)
+    info[...] = _first_failure(~xp.isfinite(ainv).all(axis=-1), xp)
+
+
+def _singular_inverse(lu: np.ndarray, piv: np.ndarray) -> np.ndarray:
+    # getri refuses a zero pivot; PyTorch's result there is getrs' inf/nan, so solve with I.
+    getrs = _lapack("getrs", lu)
+    with np.errstate(all="ignore"):
+        return getrs(lu, piv, np.eye(lu.shape[0], dtype=lu.dtype))[0]
+
+
+@_kernel("_linalg_det")
+def det(lib: Any, outs: list, ins: list) -> None:
+    (d,), (a,) = outs, ins
+    d[...] = lib.linalg.det(a) if a.shape[-1] else 1
+
+
+@_kernel("_linalg_slogdet")
+def slogdet(lib: Any, outs: list, ins: list) -> None:
+    (sign, logabs), (a,) = outs, ins
+    if a.shape[-1] == 0:
+        sign[...] = 1
+        logabs[...] = 0
+        return
+    s, l_ = lib.linalg.slogdet(a)
+    sign[...] = s
+    logabs[...] = l_
+
+
+@_kernel("_linalg_lu_factor_ex")
+def lu_factor(lib: Any, outs: list, ins: list) -> None:
+    """Partial-pivoting LU (getrf) of (possibly rectangular) matrices; LAPACK's 1-based
+    pivots, as PyTorch returns them."""
+    (lu, piv, info), (a,) = outs, ins
+    xp = lib.xp
+    k = min(a.shape[-2:])
+    if a.size == 0:
+        info[...] = 0
+        if piv.size:
+            piv[...] = xp.arange(1, k + 1, dtype=piv.dtype)
+        return
+    if _on_host(lib):
+        getrf = _lapack("getrf", a)
+        for i in np.ndindex(*a.shape[:-2]):
+            lu[i], p, info[i] = getrf(a[i])
+            piv[i] = p + 1
+        return
+    lu_factor = lib.scipy_linalg.lu_factor
+    for i in np.ndindex(*a.shape[:-2]):
+        lu[i], p = lu_factor(a[i], check_finite=False)
+        piv[i] = p[:k] + 1
+    d = _diag(lu, xp)
+    info[...] = _first_failure(d == 0, xp)
+
+
+# -- Cholesky ---------------------------------------------------------------------------------
+@_kernel("_linalg_cholesky_ex")
+def cholesky(lib: Any, outs: list, ins: list, upper: bool) -> None:
+    (factor, info), (a,) = outs, ins
+    xp = lib.xp
+    if a.size == 0:
+        info[...] = 0
+        return
+    if _on_host(lib):
+        if not _large(a):
+            try:
+                lower = np.linalg.cholesky(a)
+                info[...] = 0
+                factor[...] = np.conj(np.swapaxes(lower, -1, -2)) if upper else lower
+                return
+            except np.linalg.LinAlgError:
+                pass
+        # The transpose of a C-ordered matrix is Fortran-ordered (no copy for LAPACK):
+        # potrf of A^T's upper triangle (A's lower one) gives U with L = U^T (and L^H = conj(U)).
+        potrf = _lapack("potrf", a)
+        for i in np.ndindex(*a.shape[:-2]):
+            c, code = potrf(a[i].T, lower=False, clean=True)
+            factor[i] = np.conj(c) if upper else c.T
+            info[i] = code
+        return
+    lower = lib.linalg.cholesky(a)
+    d = _diag(lower, xp)
+    info[...] = _first_failure(~(xp.isfinite(d) & (d.real > 0)), xp)
+    factor[...] = xp.conj(xp.swapaxes(lower, -1, -2)) if upper else lower
+
+
+# -- symmetric eigensolver, SVD, QR -------------------------------------------------------------
+@_kernel("_linalg_eigh")
+def eigh(lib: Any, outs: list, ins: list, uplo: str) -> None:
+    (w, v), (a,) = outs, ins
+    if a.size == 0:
+        return
+    if _on_host(lib) and _large(a):
+        from scipy.linalg import eigh as sp_eigh
+        for i in np.ndindex(*a.shape[:-2]):
+            if v is None:
+                w[i] = sp_eigh(a[i], lower=uplo == "L", eigvals_only=True, driver="evd",
+                               check_finite=False)
+            else:
+                w[i], v[i] = sp_eigh(a[i], lower=uplo == "L", driver="evd", check_finite=False)
+        return
+    if v is None:
+        w[...] = lib.linalg.eigvalsh(a, UPLO=uplo)
+    else:
+        w[...], v[...] = lib.linalg.eigh(a, UPLO=uplo)
+
+
+@_kernel("_linalg_eig")
+def eig(lib: Any, outs: list, ins: list) -> None:
+    (w, v), (a,) = outs, ins
+    if a.size == 0:
+        return
+    if v is None:
+        w[...] = lib.linalg.eigvals(a)
+    else:
+        w[...], v[...] = lib.linalg.eig(a)
+
+
+@_kernel("_linalg_svd")
+def svd(lib: Any, outs: list, ins: list, full_matrices: bool) -> None:
+    (u, s, vh), (a,) = outs, ins
+    xp = lib.xp
+    if a.size == 0:  # LAPACK has nothing to do: identity bases, no singular values
+        for q in (u, vh):
+            if q is not None and q.size:
+                q[...] = xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)
+        return
+    if _on_host(lib) and _large(a):
+        from scipy.linalg import svd as sp_svd
+        for i in np.ndindex(*a.shape[:-2]):
+            if u is None:
+                s[i] = sp_svd(a[i], compute_uv=False, check_finite=False)
+            else:
+                u[i], s[i], vh[i] = sp_svd(a[i], full_matrices=full_matrices,
+                                           check_finite=False)
+        return
+    if u is None:
+        s[...] = lib.linalg.svd(a, compute_uv=False)
+    else:
+        u[...], s[...], vh[...] = lib.linalg.svd(a, full_matrices=full_matrices)
+
+
+@_kernel("_linalg_qr")
+def qr(lib: Any, outs: list, ins: list, mode: str) -> None:
+    (q, r), (a,) = outs, ins
+    xp = lib.xp
+    if a.size == 0:
+        if q is not None and q.size:
+            q[...] = xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)
+        if r.size:
+            r[...] = 0
+        return
+    if _on_host(lib) and _large(a):
+        from scipy.linalg import qr as sp_qr
+        sp_mode = {"reduced": "economic", "complete": "full", "r": "r"}[mode]
+        for i in np.ndindex(*a.shape[:-2]):
+            res = sp_qr(a[i], mode=sp_mode, check_finite=False)
+            if q is None:
+                r[i] = res[0][:r.shape[-2]]
+            else:
+                q[i], r[i] = res
+        return
+    if q is None:
+        r[...] = lib.linalg.qr(a, mode="r")
+    else:
+        q[...], r[...] = lib.linalg.qr(a, mode=mode)
+
+
+# -- triangular solve, matrix exponential -------------------------------------------------------
+@_kernel("_linalg_solve_triangular")
+def solve_triangular(lib: Any, outs: list, ins: list, upper: bool, left: bool,
+                     unitriangular: bool) -> None:
+    """BLAS trsm per matrix (no singularity check: a zero diagonal gives inf/nan, as PyTorch)."""
+    (x,), (a, b) = outs, ins
+    if x.size == 0:
+        return
+    if _on_host(lib):
+        from scipy.linalg import get_blas_funcs
+        trsm = get_blas_funcs(("trsm",), (a, b))[0]
+        with np.errstate(all="ignore"):
+            for i in np.ndindex(*x.shape[:-2]):
+                x[i] = trsm(1.0, a[i], b[i], side=0 if left else 1, lower=not upper,
+                            diag=int(unitriangular))
+        return
+    solve_t = lib.scipy_linalg.solve_triangular
+    for i in np.ndindex(*x.shape[:-2]):
+        if left:
+            x[i] = solve_t(a[i], b[i], lower=not upper, unit_diagonal=unitriangular)
+        else:  # X A = B  <=>  A^T X^T = B^T
+            x[i] = solve_t(a[i], b[i].T, trans=1, lower=not upper,
+                           unit_diagonal=unitriangular).T
+
+
+@_kernel("_linalg_matrix_exp")
+def matrix_exp(lib: Any, outs: list, ins: list) -> None:
+    (e,), (a,) = outs, ins
+    if a.size == 0:
+        return
+    expm = lib.scipy_linalg.expm
+    if _on_host(lib) or a.ndim == 2:
+        e[...] = expm(a)
+        return
+    for i in np.ndindex(*a.shape[:-2]):
+        e[i] = expm(a[i])
+
+
+# -- CPU registration --------------------------------------------------------------------------
+def _host(t: Tensor | None) -> np.ndarray | None:
+    return None if t is None else t._host
+
+
+def _register_cpu(name: str, fn: Callable) -> None:
+    from gputensor.kernels.cuda.runtime import HOST_LIBRARY
+
+    @CPU.register(name)
+    def run(outs: tuple, ins: tuple, params: tuple) -> None:
+        fn(HOST_LIBRARY, [_host(t) for t in outs], [_host(t) for t in ins], *params)
+
+
+for _name, _fn in KERNELS.items():
+    _register_cpu(_name, _fn)
