@@ -1,5 +1,6 @@
-"""gputensor.utils: helpers around the tensor runtime (``gputensor.utils.data``: data loading)."""
+"""gputensor.utils: helpers around the tensor runtime (``gputensor.utils.data``: data loading,
+``gputensor.utils.checkpoint``: activation checkpointing)."""
 
-from gputensor.utils import data
+from gputensor.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
