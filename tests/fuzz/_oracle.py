@@ -1,0 +1,284 @@
+"""Run one call on gputensor and on PyTorch (the oracle) and classify the outcome.
+
+Classes: "match" (both succeed, same shape, dtype, device and values within the dtype's
+tolerance, NaN positions included), "both_raise" (compatible exception types), "gap"
+(gputensor lacks the op or raises NotImplementedError where PyTorch works), "leniency"
+(gputensor succeeds where PyTorch raises), "mismatch" (different results or exception types)
+and "internal" (a NumPy/Numba/ctypes error or a bare Python error leaking from the library)."""
+
+from __future__ import annotations
+
+import os
+import re
+import traceback
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import gputensor as gt
+import gputensor.nn.functional as gF
+
+from ._gen import Call, Dev, Recipe, materialize
+
+CLASSES = ("match", "both_raise", "gap", "leniency", "mismatch", "internal")
+FAILING = ("mismatch", "internal")
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TESTS = os.path.join(_ROOT, "tests")
+_THIRD_PARTY = ("numpy", "numba", "scipy", "llvmlite", "ctypes", "ml_dtypes")
+# Python's own messages for programming errors: raised by library code, they are leaks.
+_LEAK_MESSAGE = re.compile(
+    r"(tuple|list|string) index out of range|object is not subscriptable|has no attribute"
+    r"|unsupported operand type|not supported between instances|object is not iterable"
+    r"|cannot unpack|values to unpack|invalid literal for int|object is not callable"
+    r"|missing \d+ required positional|takes \d+ positional argument|division by zero"
+    r"|object cannot be interpreted as an integer|only integer scalar arrays"
+    r"|NoneType|can't multiply sequence|must be real number, not|cannot be interpreted as an"
+    # NumPy's own messages
+    r"|putmask|could not broadcast input array|operands could not be broadcast together"
+    r"|setting an array element with a sequence"
+    r"|is out of bounds for axis|axis \d+ is out of bounds|ufunc '")
+_INTERNAL_TYPES = (KeyError, AttributeError, ZeroDivisionError, AssertionError, NameError,
+                   UnboundLocalError, RecursionError, SystemError, MemoryError)
+
+# Absolute and relative tolerance by result dtype.
+TOL = {"float16": (1e-3, 4e-3), "bfloat16": (1e-2, 3e-2), "float32": (1e-5, 1e-4),
+       "float64": (1e-10, 1e-7), "complex64": (1e-5, 1e-4), "complex128": (1e-10, 1e-7)}
+
+
+@dataclass
+class Outcome:
+    cls: str
+    detail: str = ""
+    gt_exc: BaseException | None = None
+    torch_exc: BaseException | None = None
+
+
+def _library_frame(exc: BaseException) -> tuple[str, str]:
+    """(innermost frame's file, the innermost third-party module) of a traceback."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    last = frames[-1].filename if frames else ""
+    third = ""
+    for f in frames:
+        for mod in _THIRD_PARTY:
+            if f"{os.sep}{mod}{os.sep}" in f.filename and "gputensor" not in f.filename:
+                third = mod
+    return last, third
+
+
+def is_internal(exc: BaseException) -> bool:
+    mod = type(exc).__module__.split(".")[0]
+    if mod in _THIRD_PARTY:
+        return True
+    last, third = _library_frame(exc)
+    if third and last and not last.startswith(_ROOT):
+        return True
+    in_library = last.startswith(_ROOT) and not last.startswith(_TESTS)
+    if not in_library:
+        return False    # raised at the call boundary (a bad signature) or by the test
+    if isinstance(exc, _INTERNAL_TYPES):
+        return True
+    return type(exc) in (IndexError, TypeError, ValueError, OverflowError) and \
+        bool(_LEAK_MESSAGE.search(str(exc)))
+
+
+def _builtin_base(exc: BaseException) -> type:
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "builtins":
+            return cls
+    return Exception
+
+
+def compatible(g: BaseException, t: BaseException) -> bool:
+    """Same builtin exception family: one's builtin base is a subclass of the other's, so
+    PyTorch's NotImplementedError for an unsupported dtype and a RuntimeError match (both are
+    caught by ``except RuntimeError``), while IndexError vs RuntimeError does not."""
+    gb, tb = _builtin_base(g), _builtin_base(t)
+    return issubclass(gb, tb) or issubclass(tb, gb)
+
+
+def resolve(call: Call, lib: Any, args: tuple, kwargs: dict) -> Any:
+    """The callable for ``call`` in ``lib`` (None: gputensor lacks it)."""
+    form = call.form
+    if callable(form):
+        return lambda: form(lib, *args, **kwargs)
+    if form == "fn":
+        fn = getattr(lib, call.name, None)
+    elif form == "F":
+        fn = getattr(F if lib is torch else gF, call.name, None)
+    else:
+        name = call.name + ("_" if form == "inplace" else "")
+        fn = getattr(args[0], name, None)
+        args = args[1:]
+    if fn is None:
+        return None
+    return lambda: fn(*args, **kwargs)
+
+
+def _run(call: Call, lib: Any, device: str) -> tuple[str, Any]:
+    args = materialize(call.args, lib, device)
+    kwargs = materialize(call.kwargs, lib, device)
+    try:
+        fn = resolve(call, lib, args, kwargs)
+    except Exception as e:  # noqa: BLE001 -- a property that raises (x.imag of a real tensor)
+        return "raise", e
+    if fn is None:
+        return "missing", None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", (fn(), args)
+    except Exception as e:  # noqa: BLE001 -- every exception is an outcome to classify
+        return "raise", e
+
+
+# -- result comparison ---------------------------------------------------------------------
+def _np(x: Any) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.dtype == torch.bfloat16:
+            return x.float().numpy()
+        if x.is_conj():
+            x = x.resolve_conj()
+        if x.is_neg():
+            x = x.resolve_neg()
+        return x.numpy()
+    a = x.detach().cpu().numpy()
+    return a.astype(np.float32) if a.dtype.name == "bfloat16" else a
+
+
+def _values_differ(a: np.ndarray, e: np.ndarray, dtype: str) -> str:
+    if a.size == 0:
+        return ""
+    if dtype in TOL:
+        atol, rtol = TOL[dtype]
+        parts = [(a.real, e.real), (a.imag, e.imag)] if np.iscomplexobj(e) else [(a, e)]
+        for x, y in parts:
+            x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+            with np.errstate(invalid="ignore", over="ignore"):
+                ok = np.isclose(x, y, atol=atol, rtol=rtol, equal_nan=True)
+            if not ok.all():
+                i = np.argwhere(~ok)[0]
+                return f"values differ at {tuple(i)}: {x[tuple(i)]!r} vs torch {y[tuple(i)]!r}"
+        return ""
+    if not np.array_equal(a, e):
+        i = np.argwhere(a != e)[0]
+        return f"values differ at {tuple(i)}: {a[tuple(i)]!r} vs torch {e[tuple(i)]!r}"
+    return ""
+
+
+def compare(g: Any, t: Any, device: str, meta_only: bool = False, path: str = "") -> str:
+    """'' when ``g`` (gputensor) matches ``t`` (PyTorch), else what differs."""
+    if isinstance(t, torch.Tensor):
+        if not isinstance(g, gt.Tensor):
+            return f"{path}: {type(g).__name__} vs torch Tensor"
+        tdt = str(t.dtype).removeprefix("torch.")
+        if g.dtype.name != tdt:
+            return f"{path}: dtype {g.dtype.name} vs torch {tdt}"
+        if tuple(g.shape) != tuple(t.shape):
+            return f"{path}: shape {tuple(g.shape)} vs torch {tuple(t.shape)}"
+        if str(g.device) != str(gt.device(device)):
+            return f"{path}: result on {g.device}, inputs on {device}"
+        if meta_only:
+            return ""
+        d = _values_differ(_np(g), _np(t), tdt)
+        return f"{path}: {d}" if d else ""
+    if isinstance(t, tuple | list):
+        if not isinstance(g, tuple | list) or len(g) != len(t):
+            return f"{path}: {type(g).__name__} of {len(g) if hasattr(g, '__len__') else '?'}"\
+                   f" vs torch {type(t).__name__} of {len(t)}"
+        for i, (a, b) in enumerate(zip(g, t, strict=True)):
+            d = compare(a, b, device, meta_only, f"{path}[{i}]")
+            if d:
+                return d
+        return ""
+    if isinstance(t, torch.dtype):
+        return "" if str(g) == str(t).replace("torch.", "gputensor.") else f"{g} vs {t}"
+    if isinstance(t, bool | int | float | complex):
+        if type(g) is not type(t):
+            return f"{path}: {type(g).__name__} {g!r} vs torch {type(t).__name__} {t!r}"
+        if isinstance(t, float | complex) and np.isclose(g, t, equal_nan=True):
+            return ""
+        return "" if g == t else f"{path}: {g!r} vs torch {t!r}"
+    return "" if g == t else f"{path}: {g!r} vs torch {t!r}"
+
+
+def classify(call: Call, device: str) -> Outcome:
+    ts, tres = _run(call, torch, "cpu")
+    gs, gres = _run(call, gt, device)
+    if gs == "missing":
+        return Outcome("gap", "gputensor lacks it") if ts == "ok" else \
+            Outcome("both_raise", "missing in gputensor")
+    if gs == "raise" and ts == "raise" and type(gres) is type(tres) and str(gres) == str(tres):
+        return Outcome("both_raise", "the same error", gres, tres)   # Python's own, as in torch
+    if gs == "raise" and is_internal(gres):
+        return Outcome("internal", f"{type(gres).__name__}: {gres}", gres,
+                       tres if ts == "raise" else None)
+    if ts == "missing":
+        return Outcome("leniency", "torch lacks it")
+    if gs == "raise" and ts == "raise":
+        if compatible(gres, tres):
+            return Outcome("both_raise", type(gres).__name__, gres, tres)
+        return Outcome("mismatch", f"raises {type(gres).__name__}: {gres} | torch "
+                                   f"{type(tres).__name__}: {tres}", gres, tres)
+    if gs == "raise":
+        if isinstance(gres, NotImplementedError):
+            return Outcome("gap", f"NotImplementedError: {gres}", gres)
+        return Outcome("mismatch", f"raises {type(gres).__name__}: {gres} | torch works", gres)
+    if ts == "raise":
+        return Outcome("leniency", f"torch raises {type(tres).__name__}: {tres}", None, tres)
+    (gout, gargs), (tout, targs) = gres, tres
+    meta = call.compare == "meta"
+    if not _has_device_input(call):
+        device = "cpu"     # no tensor or device argument: results live on the CPU
+    d = CHECKERS[call.compare](gout, tout, targs, call, device) if call.compare in CHECKERS \
+        else compare(gout, tout, device, meta)
+    if not d and call.form == "inplace" and not meta:
+        d = compare(gargs[0], targs[0], device, False, "self")
+    return Outcome("mismatch", d) if d else Outcome("match")
+
+
+def _has_device_input(obj: Any) -> bool:
+    if isinstance(obj, Call):
+        return _has_device_input(obj.args) or _has_device_input(obj.kwargs)
+    if isinstance(obj, Recipe | Dev):
+        return True
+    if isinstance(obj, tuple | list):
+        return any(_has_device_input(o) for o in obj)
+    if isinstance(obj, dict):
+        return any(_has_device_input(o) for o in obj.values())
+    return False
+
+
+# -- checkers for ops whose results are not unique (ties) ------------------------------------
+def _values_only(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """Compare the values output, and only the shape/dtype of the indices (ties differ)."""
+    d = compare(g[0], t[0], device)
+    return d or compare(g[1], t[1], device, meta_only=True, path="[1]")
+
+
+def _sorted_by_index(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """argsort: the indices must sort the input like PyTorch's (any order among ties)."""
+    d = compare(g, t, device, meta_only=True)
+    if d or g.numel() == 0 or t.dim() == 0:
+        return d or compare(g, t, device)
+    x, dim = targs[0], call.kwargs.get("dim", -1)
+    tx = torch.from_numpy(_np(g).astype(np.int64))
+    return compare(gt.tensor(_np(x.take_along_dim(tx, dim)), dtype=gt.float64),
+                   x.take_along_dim(t, dim).to(torch.float64), "cpu", path="gathered")
+
+
+def _unordered(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """Same multiset of values (sorted before comparing)."""
+    d = compare(g, t, device, meta_only=True)
+    if d or g.numel() == 0:
+        return d
+    a, e = np.sort(_np(g).ravel()), np.sort(_np(t).ravel())
+    return _values_differ(a, e, str(t.dtype).removeprefix("torch."))
+
+
+CHECKERS = {"values_only": _values_only, "argsort": _sorted_by_index, "unordered": _unordered}
