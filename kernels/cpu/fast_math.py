@@ -2,14 +2,14 @@
 ``np.exp``/``np.tanh``/``math.erf`` call libm one element at a time).
 
 Each is branch-free inline arithmetic over float32 (a select picks between two ranges) with
-2^n built from its bits, accurate to within 1.6 ulp of the exact value over the whole float32
-range, subnormal results included (tests/kernels/test_fast_math.py measures it against
+2^n built from its bits, accurate to within 1.6 ulp of the exact value over the float32 range,
+subnormal results included (tests/kernels/test_fast_math.py measures it against
 float64 references):
 - ``exp_f32``: Cephes' expf polynomial on |r| <= ln2/2, exp(x) = 2^n p(r) with 2^n applied as
   two normal factors (so n may reach -150 and 128);
 - ``tanh_f32``: Cephes' tanhf odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above;
-- ``sigmoid_f32``: 1 / (1 + e) or e / (1 + e) with e = exp(-|x|) <= 1, the sum and quotient
-  in float64 (one rounding at the end, so the tails stay within 1.5 ulp, subnormals too);
+- ``sigmoid_f32``: PyTorch's 1 / (1 + exp(-x)) (0 where exp(-x) overflows float32, as
+  PyTorch's), the sum and quotient in float64 (one rounding at the end: within 1.5 ulp);
 - ``erf_f32``: Cephes' erff polynomial (evaluated in float64) below 1, and above it
   1 - erfc with Numerical Recipes' erfc approximation (fractional error < 1.2e-7);
 - ``gelu_f32``/``gelu_grad_f32``: x Phi(x) and Phi(x) + x phi(x) with 1 + erf taken as
@@ -83,8 +83,8 @@ def tanh_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def sigmoid_f32(x):
-    e = np.float64(exp_f32(-abs(x)))  # <= 1: no overflow, subnormal tails kept
-    return _F((1.0 if x >= 0 else e) / (1.0 + e))
+    # PyTorch's 1 / (1 + exp(-x)): 0 below -88.7, where exp(-x) overflows in float32.
+    return _F(1.0 / (1.0 + np.float64(exp_f32(-x))))
 
 
 @njit(inline="always", error_model="numpy")

@@ -9,6 +9,8 @@ Python-scalar operand. All kernels are compiled as ONE module per session (``pre
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,7 @@ import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._ops._core import result_type
 from gputensor._ops.elementwise import _rule_dtypes
+from gputensor.kernels.cpu import scalar_special
 from gputensor.kernels.cuda import elementwise_codegen as E
 from gputensor.kernels.registry import BACKENDS, OPS
 
@@ -49,6 +52,13 @@ PARAMS: dict[str, dict] = {
 # Float results may differ by a few ulp where the kernel computes in float what Numba computes
 # in double (float literals are float64 in Numba) or where libm routines differ; every other op
 # must match bit for bit (NaNs compared as NaN, signed zeros compared).
+# The CPU's float32 exp/tanh/sigmoid/erf/gelu are kernels/cpu/fast_math.py's vectorisable
+# polynomials (within 1.6 ulp of exact) where the emulator calls libm: ops that use them may
+# differ by 2 ulp in float32 (and in the 16-bit floats, which compute in float32).
+_FAST_MATH = re.compile(r"\b(exp|tanh|sigmoid|erf|gelu_erf|gelu_erf_grad|fast_exp)\(")
+_SPECIAL_CALL = re.compile(r"\b(" + "|".join(
+    n for n in dir(scalar_special) if not n.startswith("_") and callable(
+        getattr(scalar_special, n))) + r")\(")
 ULP_OPS: dict[str, int] = {
     "sigmoid": 2, "silu": 2, "gelu": 4, "_sigmoid_backward": 2, "_tanh_backward": 2,
     "_gelu_backward": 4, "_silu_backward": 4, "_softplus_backward": 2,
@@ -80,8 +90,16 @@ FLOAT_VALUED = {
 _rng = np.random.default_rng(1234)
 
 
+def _special(op) -> bool:
+    """Whether the op calls a torch.special vocabulary function (kernels/cpu/scalar_special.py):
+    the CPU runs SciPy's Cephes and the emulator CUDA's math library or the header's own
+    algorithms, so results agree to accuracy, not bits; tests/gputensor/test_special.py checks
+    each device against SciPy instead."""
+    return bool(_SPECIAL_CALL.search(op.expr))
+
+
 def _ops() -> list:
-    return [op for op in OPS.values() if op.expr]
+    return [op for op in OPS.values() if op.expr and not _special(op)]
 
 
 def _values(dt: D.dtype, n: int, role: str, op_name: str, compute: D.dtype) -> np.ndarray:
@@ -235,6 +253,8 @@ def _compare(op, label: str, got: np.ndarray, want: np.ndarray) -> None:
     ok = ~gn
     dist = np.abs(_ordered(g[ok]) - _ordered(w[ok]))
     tol = ULP_OPS.get(op.name, 0)
+    if got.dtype.itemsize <= 4 and _FAST_MATH.search(op.expr or ""):  # float32/16, bfloat16
+        tol = max(tol, 2)
     with np.errstate(invalid="ignore"):  # inf - inf
         wf = w[ok].astype(np.float64)
         near = np.abs(g[ok].astype(np.float64) - wf) <= \
