@@ -25,6 +25,7 @@ import gputensor as gt
 
 sys.path.insert(0, str(Path(__file__).parent))
 from gpu_bench import build_gpt  # noqa: E402
+from test_bench_train import _cnn, _mlp  # noqa: E402  (the same models)
 
 try:
     import torch
@@ -66,17 +67,6 @@ def _classifier(body: Any) -> Any:
 
         return Classifier()
     return build
-
-
-def _mlp(nn: Any) -> Any:
-    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
-
-
-def _cnn(nn: Any) -> Any:
-    return nn.Sequential(
-        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Flatten(), nn.Linear(32 * 2 * 2, 64), nn.ReLU(), nn.Linear(64, 10))
 
 
 def _tokens(batch: int, block: int) -> tuple[np.ndarray, np.ndarray]:
