@@ -17,14 +17,12 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from .fast_math import (
-    erf_f32,
-    exp_f32,
-    gelu_f32,
-    gelu_grad_f32,
-    sigmoid_f32,
-    tanh_f32,
-)
+from .fast_math import erf_f32 as _erf_f32
+from .fast_math import exp_f32 as _exp_f32
+from .fast_math import gelu_f32 as _gelu_f32
+from .fast_math import gelu_grad_f32 as _gelu_grad_f32
+from .fast_math import sigmoid_f32 as _sigmoid_f32
+from .fast_math import tanh_f32 as _tanh_f32
 from .scalar_special import *  # noqa: F403  (torch.special's functions, same vocabulary)
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
@@ -92,42 +90,42 @@ gelu_erf_grad = _vocab("gelu_erf_grad")
 @overload(exp)
 def _exp(a):
     if a == types.float32:
-        return lambda a: exp_f32(a)
+        return lambda a: _exp_f32(a)
     return lambda a: np.exp(a)
 
 
 @overload(tanh)
 def _tanh(a):
     if a == types.float32:
-        return lambda a: tanh_f32(a)
+        return lambda a: _tanh_f32(a)
     return lambda a: np.tanh(a)
 
 
 @overload(sigmoid)
 def _sigmoid(a):
     if a == types.float32:
-        return lambda a: sigmoid_f32(a)
+        return lambda a: _sigmoid_f32(a)
     return lambda a: 1.0 / (1.0 + np.exp(-a))
 
 
 @overload(erf)
 def _erf(a):
     if a == types.float32:
-        return lambda a: erf_f32(a)
+        return lambda a: _erf_f32(a)
     return lambda a: math.erf(a)
 
 
 @overload(gelu_erf)
 def _gelu_erf(a):
     if a == types.float32:
-        return lambda a: gelu_f32(a)
+        return lambda a: _gelu_f32(a)
     return lambda a: 0.5 * a * (1.0 + math.erf(a * 0.7071067811865476))
 
 
 @overload(gelu_erf_grad)
 def _gelu_erf_grad(a):
     if a == types.float32:
-        return lambda a: gelu_grad_f32(a)
+        return lambda a: _gelu_grad_f32(a)
 
     def impl(a):
         cdf = 0.5 * (1.0 + math.erf(a * 0.7071067811865476))
@@ -454,5 +452,5 @@ def ordered_bits(v, shift, mask):
 @overload(fast_exp)
 def _fast_exp(x):
     if x == types.float32:
-        return lambda x: exp_f32(x)
+        return lambda x: _exp_f32(x)
     return lambda x: np.exp(x)
