@@ -154,6 +154,7 @@ from gputensor import random  # noqa: E402  (torch.random's names)
 from gputensor import fft, linalg, special  # noqa: E402
 from gputensor import compiler  # noqa: E402
 from gputensor import testing  # noqa: E402
+from gputensor import multiprocessing  # noqa: E402
 from gputensor.compiler import compile  # noqa: E402
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from multiprocessing import resource_tracker, shared_memory
 from typing import Any
 
 import numpy as np
@@ -11,6 +10,7 @@ from gputensor._compile import state as _capture
 from gputensor._device import device as Device
 from gputensor._device import to_device
 
+from . import shared
 from .allocator import DRIVERS, driver_for, host_bytes
 
 
@@ -22,7 +22,7 @@ class UntypedStorage:
     """
 
     __slots__ = ("_buf", "device", "_version", "__weakref__", "__dict__")
-    _shm = None      # the SharedMemory segment once share_memory_() ran
+    _shm = None      # the shared.Segment once share_memory_() ran (or one received)
     _pinned = False
 
     def __init__(self, *args: Any, device: Any = "cpu") -> None:
@@ -153,27 +153,42 @@ class UntypedStorage:
 
     def resize_(self, nbytes: int) -> UntypedStorage:
         """Reallocate to ``nbytes`` keeping the leading bytes (tensors re-view the new buffer)."""
+        if self._shm is not None:  # other processes map the segment: it cannot move
+            raise RuntimeError("Trying to resize storage that is not resizable: it is in "
+                               "shared memory")
         old = self._host_bytes()
         drv = self._driver
         buf = drv.alloc(nbytes, self.device.index)
         keep = min(nbytes, len(old))
         drv.from_host(buf, 0, old[:keep])
         self._buf = buf
-        self._shm = None
         return self
 
     # -- sharing and pinning (CPU) ------------------------------------------------------
     def share_memory_(self) -> UntypedStorage:
-        """Move the bytes into POSIX shared memory; pickles of it attach, not copy."""
-        if self.device.type != "cpu":
-            return self  # device memory is already shareable through IPC handles
-        if self._shm is None:
-            n = self.nbytes()
-            shm = shared_memory.SharedMemory(create=True, size=max(n, 1))
-            buf = np.ndarray((n,), np.uint8, buffer=shm.buf)
-            buf[:] = self._host_bytes()
-            self._buf, self._shm = buf, shm
+        """Move the bytes into shared memory (the sharing strategy's kind, see
+        ``storage/shared.py``), so that multiprocessing passes it to other processes by
+        reference. CUDA memory is shared through IPC handles as it is."""
+        if self.device.type != "cpu" or self._shm is not None:
+            return self
+        n = self.nbytes()
+        seg = shared.create(n)
+        seg.array[:] = self._host_bytes()
+        self._buf, self._shm = seg.array, seg
         return self
+
+    @classmethod
+    def _from_segment(cls, seg: shared.Segment) -> UntypedStorage:
+        """The storage of a shared segment received from another process (one per segment
+        and process, so views keep sharing their storage)."""
+        key = seg.key()
+        known = shared.attached(key)
+        if known is not None:
+            return known
+        out = cls._wrap(seg.array, to_device("cpu"))
+        out._shm = seg
+        shared.remember(key, out)
+        return out
 
     def is_shared(self) -> bool:
         return self._shm is not None or self.device.type == "cuda"
@@ -215,8 +230,9 @@ class UntypedStorage:
         return memo[id(self)]
 
     def __reduce__(self) -> tuple:
-        if self._shm is not None:
-            return (_attach_shared, (self._shm.name, self.nbytes()))
+        # A plain pickle copies the bytes, shared or not (as PyTorch's does): the pickle may
+        # outlive the segment. Multiprocessing passes storages by reference instead, through
+        # the reducers gputensor.multiprocessing registers with its pickler.
         return (_rebuild_untyped, (self._host_bytes().tobytes(), str(self.device)))
 
     def __sizeof__(self) -> int:
@@ -262,22 +278,6 @@ def _host_to_storage(data: np.ndarray, dev: Device) -> UntypedStorage:
 
 def _rebuild_untyped(data: bytes, device: str) -> UntypedStorage:
     return _host_to_storage(np.frombuffer(data, np.uint8), to_device(device))
-
-
-# Storages attached in this process: keep the SharedMemory objects alive with their arrays.
-_ATTACHED: dict[str, shared_memory.SharedMemory] = {}
-
-
-def _attach_shared(name: str, nbytes: int) -> UntypedStorage:
-    shm = _ATTACHED.get(name)
-    if shm is None:
-        shm = shared_memory.SharedMemory(name=name)
-        # Only the creating process owns (and unlinks) the segment; an attacher must not.
-        resource_tracker.unregister(shm._name, "shared_memory")
-        _ATTACHED[name] = shm
-    out = UntypedStorage._wrap(np.ndarray((nbytes,), np.uint8, buffer=shm.buf), to_device("cpu"))
-    out._shm = shm
-    return out
 
 
 __all__ = ["UntypedStorage", "host_bytes"]

@@ -413,6 +413,7 @@ class CupyRuntime:
         self.pool = self.cp.cuda.MemoryPool(allocator=self._device_malloc)
         self.pinned_pool = self.cp.cuda.PinnedMemoryPool()
         self._table = AllocationTable()  # address -> cupy MemoryPointer (keeps the block alive)
+        self._segments: dict[int, int] = {}  # base -> size of each cudaMalloc'd pool segment
         self._watch = _Watch()
         # A tensor's block is freed by a GC finalizer, which can run inside alloc/free (any
         # allocation may start a GC pass): such a free waits in ``_deferred``.
@@ -433,7 +434,7 @@ class CupyRuntime:
         """The pool's source of device memory: one cudaMalloc per segment, counted."""
         cuda = self.cp.cuda
         mem = cuda.Memory(nbytes)
-        seg = _Segment(mem, nbytes, self.stats)
+        seg = _Segment(mem, nbytes, self.stats, self._segments)
         return cuda.MemoryPointer(cuda.UnownedMemory(mem.ptr, nbytes, seg, mem.device_id), 0)
 
     def malloc(self, nbytes: int) -> Any:
@@ -714,6 +715,33 @@ class CupyRuntime:
     def create_event(self) -> Any:
         return self.cp.cuda.Event()
 
+    # -- IPC (cudaIpcGetMemHandle works on whole cudaMalloc allocations: a pool block is
+    # exported as its segment's handle plus its offset in the segment) -----------------------
+    def ipc_export(self, ptr: int) -> tuple[Any, int]:
+        if self._capture is not None:
+            raise RuntimeError(CAPTURE_ERROR.format(what="ipc_export"))
+        ptr = int(ptr)
+        base = next((b for b, n in self._segments.items() if b <= ptr < b + n), None)
+        if base is None:
+            raise RuntimeError(f"cannot share device memory at {DevicePtr(ptr)!r}: it is not "
+                               f"in this runtime's memory pool")
+        self.cp.cuda.get_current_stream().synchronize()
+        handle = self.cp.cuda.runtime.ipcGetMemHandle(base)
+        return (bytes(handle), self._segments[base]), ptr - base
+
+    def ipc_open(self, handle: Any) -> DevicePtr:
+        raw, size = handle
+        ptr = int(self.cp.cuda.runtime.ipcOpenMemHandle(raw))
+        cuda = self.cp.cuda
+        # Registered like a pool block, so copies and launches find it; the runtime owns it.
+        mem = cuda.MemoryPointer(cuda.UnownedMemory(ptr, size, self, self.device_index), 0)
+        self._table.add(ptr, size, mem)
+        return DevicePtr(ptr)
+
+    def ipc_close(self, ptr: int) -> None:
+        self._table.pop(ptr)
+        self.cp.cuda.runtime.ipcCloseMemHandle(int(ptr))
+
     def elapsed_time(self, start: Any, end: Any) -> float:
         return float(self.cp.cuda.get_elapsed_time(start, end))
 
@@ -837,17 +865,21 @@ class CupyRuntime:
 
 
 class _Segment:
-    """Owner of one cudaMalloc'd segment of the pool: counts it in and, when the pool lets it
-    go (``empty_cache``), out of the statistics before the memory is freed."""
+    """Owner of one cudaMalloc'd segment of the pool: counts it in (and lists it in
+    ``segments``, where IPC finds a block's allocation) and, when the pool lets it go
+    (``empty_cache``), out again before the memory is freed."""
 
-    __slots__ = ("mem", "size", "stats")
+    __slots__ = ("mem", "size", "stats", "segments")
 
-    def __init__(self, mem: Any, size: int, stats: MemoryStats) -> None:
-        self.mem, self.size, self.stats = mem, size, stats
+    def __init__(self, mem: Any, size: int, stats: MemoryStats,
+                 segments: dict[int, int]) -> None:
+        self.mem, self.size, self.stats, self.segments = mem, size, stats, segments
         stats.segment(size, +1)
+        segments[mem.ptr] = size
 
     def __del__(self) -> None:
         self.stats.segment(self.size, -1)
+        self.segments.pop(self.mem.ptr, None)
 
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from gputensor.storage import shared
+
 from .emulator import Module, compile_source
 from .emulator.launch import Kernel
 from .memstats import MemoryStats
@@ -64,8 +66,15 @@ class _Block:
     nbytes: int         # what was asked for: the bounds of a live allocation
     buf: np.ndarray     # uint8, length ``size``
     host: int = 0       # buf's host address: what kernels get for ``address``
+    segment: Any = None  # the shared segment behind ``buf`` once exported (or imported)
 
     def __post_init__(self) -> None:
+        self.host = self.buf.__array_interface__["data"][0]
+
+    def rebase(self, segment: Any) -> None:
+        """Move the block's bytes into ``segment`` (a storage.shared.Segment)."""
+        segment.array[:] = self.buf
+        self.buf, self.segment = segment.array, segment
         self.host = self.buf.__array_interface__["data"][0]
 
 
@@ -383,6 +392,36 @@ class EmulatorRuntime:
                             f" expected a DevicePtr, got {type(value).__name__}")
         _, block, off = self._table.lookup(value, 0)
         return block.host + off
+
+    # -- IPC ---------------------------------------------------------------------------------
+    # The emulated device's memory is this process's memory, so an exported block moves into
+    # a named shared-memory segment (once; the block keeps it through reuse) and another
+    # process maps that segment as a block of its own. Graphs captured before the export
+    # keep the block's old host address: exporting during a capture is refused.
+    def ipc_export(self, ptr: int) -> tuple[Any, int]:
+        self._not_capturing("ipc_export")
+        with self._lock:
+            _, block, off = self._table.lookup(ptr, 0)
+            if block.segment is None:
+                block.rebase(shared.create_named(block.size))
+            return ("emulator", block.segment.name, block.size), off
+
+    def ipc_open(self, handle: Any) -> DevicePtr:
+        if not (isinstance(handle, tuple) and len(handle) == 3 and handle[0] == "emulator"):
+            raise RuntimeError(f"CUDA error: invalid argument (cudaErrorInvalidValue): "
+                               f"{handle!r} is not an IPC handle of the emulator")
+        _, name, size = handle
+        segment = shared.attach_name(name, size)
+        with self._lock:
+            address = self._next_address
+            self._next_address += -(-(size + _GUARD) // 256) * 256
+            block = _Block(address, size, size, segment.array, segment=segment)
+            self._table.add(address, size, block)
+        return DevicePtr(address)
+
+    def ipc_close(self, ptr: int) -> None:
+        with self._lock:
+            self._table.pop(ptr)  # the segment unmaps when the block goes
 
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> EmulatorStream:

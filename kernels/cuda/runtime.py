@@ -54,6 +54,11 @@ graphs     begin_capture() (the current stream's work from now on is recorded, n
            synchronisation raise), end_capture() -> graph (.launch(): replay on the current
            stream, .release(): return its blocks), hold(obj) (keep an object the captured work
            reads alive with the graph), capturing (attribute: a capture is open)
+IPC        ipc_export(ptr) -> (handle, offset): a picklable handle another process opens to
+           reach the allocation holding ``ptr`` and ptr's offset in it (the host first waits
+           for the current stream, so the receiver sees the data as of the export);
+           ipc_open(handle) -> DevicePtr: the allocation mapped into this process;
+           ipc_close(ptr): unmap it
 caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
            has finished when the call returns: host time is device time, errors can be
            checked at once)
@@ -85,6 +90,7 @@ RUNTIME_METHODS = (
     "set_memory_fraction",
     "device_count", "properties", "make_current", "gemm", "gemm_plan",
     "as_array", "array_library", "begin_capture", "end_capture", "hold",
+    "ipc_export", "ipc_open", "ipc_close",
 )
 RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index",
                       "capturing")

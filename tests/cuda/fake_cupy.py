@@ -56,6 +56,7 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
     pinned: dict[int, int] = {}  # live pinned blocks: address -> size
     state = types.SimpleNamespace(allocator=None, fails=fail_mallocs, device=0)
     cp.malloc_devices = []  # the current device of each cudaMalloc, in order
+    cp.allocation_bases = {}  # base pointer -> size of each cudaMalloc
 
     # ---- streams and events ------------------------------------------------------------------
     class Stream:
@@ -134,6 +135,7 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
             self.size = size
             self.device_id = state.device
             cp.malloc_devices.append(state.device)
+            cp.allocation_bases[self.ptr] = size
             log.append(("cudaMalloc", size))
 
     class UnownedMemory:
@@ -334,6 +336,23 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         deviceSynchronize=lambda: _device_sync(),
         driverGetVersion=lambda: driver_version,
         memGetInfo=lambda: (total_memory - 1024, total_memory))
+
+    # IPC: a handle names an allocation's base (cudaIpcGetMemHandle refuses other pointers);
+    # opening it in this same process maps the same memory again.
+    def _ipc_get(ptr: int) -> bytes:
+        if ptr not in cp.allocation_bases:
+            raise RuntimeError("cudaErrorInvalidValue: not the base of a cudaMalloc allocation")
+        log.append(("ipcGetMemHandle", ptr))
+        return ptr.to_bytes(8, "little") + bytes(56)
+
+    def _ipc_open(handle: bytes, flags: int = 1) -> int:
+        assert isinstance(handle, bytes) and len(handle) == 64 and flags == 1
+        log.append(("ipcOpenMemHandle", handle))
+        return int.from_bytes(handle[:8], "little")
+
+    runtime.ipcGetMemHandle = _ipc_get
+    runtime.ipcOpenMemHandle = _ipc_open
+    runtime.ipcCloseMemHandle = lambda ptr: log.append(("ipcCloseMemHandle", ptr))
 
     def _device_sync() -> None:
         log.append(("deviceSynchronize",))

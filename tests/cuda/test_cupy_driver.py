@@ -535,3 +535,32 @@ def test_array_library_allocates_from_the_pool_on_its_device(rt, cp) -> None:
         assert [e[0] for e in cp.log] == ["Device", "using_allocator"]
         assert cp.log[1][1] == rt.malloc  # CuPy's allocations come from the project's pool
         assert lib is CUPY_LIBRARY
+
+
+def test_ipc_exports_the_blocks_segment_and_its_offset(rt, cp) -> None:
+    """cudaIpcGetMemHandle takes the base of a cudaMalloc allocation, not a pool block inside
+    it: the export names the block's segment and the block's offset in it, after the current
+    stream's work; the opened allocation is usable by copies until closed."""
+    a = rt.alloc(256)
+    b = rt.alloc(256)  # a second block, possibly in the same segment
+    host = np.arange(64, dtype=np.float32)
+    rt.memcpy_htod(b, host)
+    handle, offset = rt.ipc_export(b)
+    raw, size = handle
+    base = int.from_bytes(raw[:8], "little")
+    assert base in cp.allocation_bases and size == cp.allocation_bases[base]
+    assert base + offset == int(b) and 0 <= offset < size
+    assert [e for e in cp.log if e[0] in ("stream_sync", "ipcGetMemHandle")][-2:] == [
+        ("stream_sync", cp.cuda.Stream.null), ("ipcGetMemHandle", base)]
+    from gputensor.kernels.cuda.cupy_driver import CupyRuntime
+    receiver = CupyRuntime()  # another process's runtime (the fake maps the same memory)
+    opened = receiver.ipc_open(handle)
+    out = np.empty(64, np.float32)
+    receiver.memcpy_dtoh(out, opened + offset)
+    np.testing.assert_array_equal(out, host)
+    receiver.ipc_close(opened)
+    assert cp.log[-1] == ("ipcCloseMemHandle", int(opened))
+    with pytest.raises(RuntimeError, match="not in this runtime's memory pool"):
+        rt.ipc_export(12345)
+    rt.free(a)
+    rt.free(b)

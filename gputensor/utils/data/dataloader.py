@@ -392,10 +392,20 @@ class _MultiProcessIter(_BaseIter):
                 if obj in sentinels:
                     dead.append(sentinels[obj])
                     continue
+                wid = self._readers.index(obj)
                 try:
                     epoch, idx, data = pickle.loads(obj.recv_bytes())
                 except EOFError:  # the worker died (a dead worker's data is read first)
-                    dead.append(self._readers.index(obj))
+                    dead.append(wid)
+                    continue
+                except (OSError, RuntimeError):
+                    # A batch's shared memory is fetched from its worker while unpickling
+                    # (a descriptor from its resource sharer, or a segment it owns): a
+                    # worker that died after sending takes them with it.
+                    self._workers[wid].join(timeout=1.0)
+                    if self._workers[wid].is_alive():
+                        raise
+                    dead.append(wid)
                     continue
                 if epoch != self._epoch:
                     continue
