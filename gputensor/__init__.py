@@ -155,6 +155,7 @@ from gputensor import fft, linalg, special  # noqa: E402
 from gputensor import compiler  # noqa: E402
 from gputensor import testing  # noqa: E402
 from gputensor import multiprocessing  # noqa: E402
+from gputensor._interop import asarray, from_dlpack  # noqa: E402
 from gputensor.compiler import compile  # noqa: E402
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
@@ -185,7 +186,8 @@ _HANDWRITTEN = [
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     "amp", "cpu", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
-    "set_autocast_dtype", "clear_autocast_cache", "typename",
+    "set_autocast_dtype", "clear_autocast_cache", "typename", "multiprocessing", "asarray",
+    "from_dlpack",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

@@ -453,6 +453,33 @@ class Tensor:
         arr = self.numpy(force=True)
         return arr if dtype is None else arr.astype(dtype)
 
+    # -- zero-copy exchange with other array libraries (gputensor/_interop.py) ----------------
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """NumPy's array interface of a CPU tensor (no copy). Absent (AttributeError) on
+        CUDA, for tensors that require grad and for bfloat16, where NumPy then falls back to
+        ``__array__``."""
+        if self.is_cuda or self._requires_grad or self._dtype is D.bfloat16:
+            raise AttributeError("__array_interface__: only CPU tensors that do not require "
+                                 "grad and have a NumPy dtype expose their memory")
+        from gputensor._interop import array_interface
+        return array_interface(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        from gputensor._interop import cuda_array_interface
+        return cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream: Any = -1, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> Any:
+        """A DLPack capsule sharing this tensor's memory (see ``gputensor/_dlpack.py``)."""
+        from gputensor._interop import to_capsule
+        return to_capsule(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[Any, int]:
+        from gputensor._interop import dlpack_device
+        return dlpack_device(self)
+
     def __repr__(self, *, tensor_contents: Any = None) -> str:
         from gputensor._tensor_str import format_tensor
         values = self.detach().cpu()._host

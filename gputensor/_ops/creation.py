@@ -91,6 +91,9 @@ def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, np.ndarray) and (device is None or resolve_device(device).type == "cpu"):
         t = from_numpy(data)
         return t if dtype is None else t.to(dtype)
+    if hasattr(data, "__dlpack__") or hasattr(data, "__cuda_array_interface__"):
+        from gputensor._interop import asarray  # another library's array: share its memory
+        return asarray(data, dtype=dtype, device=device)
     return tensor(data, dtype=dtype, device=device)
 
 

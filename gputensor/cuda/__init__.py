@@ -184,6 +184,7 @@ from .random import (  # noqa: E402
 )
 from .streams import (  # noqa: E402
     Event,
+    ExternalStream,
     Stream,
     StreamContext,
     current_stream,
@@ -195,7 +196,8 @@ from .streams import (  # noqa: E402
 __all__ = [
     "CudaKernel", "CudaModule", "compile_kernel", "load_inline", "amp", "CUDAGraph", "graph",
     "graph_pool_handle", "is_current_stream_capturing", "make_graphed_callables",
-    "Event", "OutOfMemoryError", "Stream", "StreamContext", "current_device", "current_stream",
+    "Event", "ExternalStream", "OutOfMemoryError", "Stream", "StreamContext", "current_device",
+    "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "get_device_capability", "get_device_name", "get_device_properties", "get_rng_state",
     "get_rng_state_all", "init", "initial_seed", "is_available", "is_bf16_supported",

@@ -121,6 +121,21 @@ class Stream:
                 f"cuda_stream={self.cuda_stream:#x}>")
 
 
+class ExternalStream(Stream):
+    """A stream another library created (``stream_ptr``: its ``cudaStream_t`` handle), to wait
+    on or queue work on; gputensor never destroys it."""
+
+    def __init__(self, stream_ptr: int, device: Any = None) -> None:
+        _require()
+        index = _checked(_index(device, optional=False))
+        super().__init__(index, _raw=_kdevice.runtime_of(index).external_stream(stream_ptr))
+        self._handle = int(stream_ptr)
+
+    @property
+    def cuda_stream(self) -> int:
+        return self._handle
+
+
 class Event:
     """A CUDA event: a marker in a stream, to wait on or to time between
     (``gt.cuda.Event(enable_timing=False, blocking=False, interprocess=False)``)."""

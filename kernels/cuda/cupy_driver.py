@@ -742,6 +742,25 @@ class CupyRuntime:
         self._table.pop(ptr)
         self.cp.cuda.runtime.ipcCloseMemHandle(int(ptr))
 
+    # -- other libraries' memory (DLPack, the CUDA array interface) and streams --------------
+    def adopt_external(self, ptr: int, nbytes: int) -> bool:
+        try:
+            self._table.lookup(ptr, nbytes)
+            return False  # inside a live block of this pool
+        except IndexError:
+            pass  # not ours (or where a block of ours was once): register it
+        cuda = self.cp.cuda
+        size = max(int(nbytes), 1)
+        mem = cuda.MemoryPointer(cuda.UnownedMemory(int(ptr), size, self, self.device_index), 0)
+        self._table.add(int(ptr), size, mem)
+        return True
+
+    def drop_external(self, ptr: int) -> None:
+        self._table.pop(int(ptr))
+
+    def external_stream(self, handle: int) -> Any:
+        return self.cp.cuda.ExternalStream(int(handle), self.device_index)
+
     def elapsed_time(self, start: Any, end: Any) -> float:
         return float(self.cp.cuda.get_elapsed_time(start, end))
 

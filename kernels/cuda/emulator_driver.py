@@ -423,6 +423,22 @@ class EmulatorRuntime:
         with self._lock:
             self._table.pop(ptr)  # the segment unmaps when the block goes
 
+    # -- other libraries' memory and streams: only this emulator's own memory is emulated
+    # device memory, and its streams run work when issued --------------------------------------
+    def adopt_external(self, ptr: int, nbytes: int) -> bool:
+        try:
+            self._table.lookup(ptr, nbytes)
+        except IndexError as e:
+            raise RuntimeError(f"device memory at {DevicePtr(int(ptr))!r} ({nbytes} bytes) is "
+                               f"not memory of the CUDA emulator: {e}") from None
+        return False
+
+    def drop_external(self, ptr: int) -> None:
+        raise RuntimeError("the CUDA emulator never registers external memory")
+
+    def external_stream(self, handle: int) -> EmulatorStream:
+        return EmulatorStream(self)
+
     # -- streams and events ------------------------------------------------------------------
     def create_stream(self) -> EmulatorStream:
         return EmulatorStream(self)

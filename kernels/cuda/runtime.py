@@ -59,6 +59,10 @@ IPC        ipc_export(ptr) -> (handle, offset): a picklable handle another proce
            for the current stream, so the receiver sees the data as of the export);
            ipc_open(handle) -> DevicePtr: the allocation mapped into this process;
            ipc_close(ptr): unmap it
+foreign    adopt_external(ptr, nbytes) -> bool: make another library's device memory usable
+           by copies and launches (False when it already lies in a live allocation of this
+           runtime, True when it was registered and drop_external(ptr) must follow);
+           external_stream(handle) -> stream: another library's stream (DLPack's handshake)
 caps       name ("cupy", "emulator"), is_emulated, synchronous_launches (every launch and copy
            has finished when the call returns: host time is device time, errors can be
            checked at once)
@@ -90,7 +94,8 @@ RUNTIME_METHODS = (
     "set_memory_fraction",
     "device_count", "properties", "make_current", "gemm", "gemm_plan",
     "as_array", "array_library", "begin_capture", "end_capture", "hold",
-    "ipc_export", "ipc_open", "ipc_close",
+    "ipc_export", "ipc_open", "ipc_close", "adopt_external", "drop_external",
+    "external_stream",
 )
 RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index",
                       "capturing")

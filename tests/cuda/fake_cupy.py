@@ -400,6 +400,10 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         cp.streams.add(self)
     Stream.__init__ = _tracked_init
 
+    def ExternalStream(ptr: int, device_id: int = -1) -> Stream:  # noqa: N802 - CuPy's name
+        log.append(("ExternalStream", ptr, device_id))
+        return Stream(_ptr=ptr)
+
     cp.live_pinned = weakref.WeakSet()
     cp.cuda = types.SimpleNamespace(
         MemoryPool=MemoryPool, PinnedMemoryPool=PinnedMemoryPool, Stream=Stream, Event=Event,
@@ -409,6 +413,7 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         function=types.SimpleNamespace(Module=Module), runtime=runtime,
         device=types.SimpleNamespace(get_cublas_handle=lambda: 1),
         get_current_stream=get_current_stream, using_allocator=using_allocator, Device=Device,
+        ExternalStream=ExternalStream,
         get_elapsed_time=lambda s, e: float(e.t - s.t))
     cp.cublas_module = cublas
     return cp

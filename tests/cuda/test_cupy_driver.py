@@ -564,3 +564,24 @@ def test_ipc_exports_the_blocks_segment_and_its_offset(rt, cp) -> None:
         rt.ipc_export(12345)
     rt.free(a)
     rt.free(b)
+
+
+def test_external_memory_is_registered_for_its_import_only(rt, cp) -> None:
+    """Another library's device memory (DLPack, CUDA array interface) is registered as an
+    UnownedMemory block so copies find it; memory inside one of the pool's live blocks is
+    already known; a consumer's stream handle becomes a cupy ExternalStream."""
+    own = rt.alloc(64)
+    assert rt.adopt_external(own + 16, 32) is False
+    foreign = cp.cuda.Memory(128)  # allocated by "another library"
+    assert rt.adopt_external(foreign.ptr, 128) is True
+    host = np.arange(32, dtype=np.float32)
+    rt.memcpy_htod(foreign.ptr, host)
+    out = np.empty(32, np.float32)
+    rt.memcpy_dtoh(out, foreign.ptr)
+    np.testing.assert_array_equal(out, host)
+    rt.drop_external(foreign.ptr)
+    with pytest.raises(IndexError):
+        rt.memcpy_dtoh(out, foreign.ptr)
+    stream = rt.external_stream(0xABC)
+    assert cp.log[-1] == ("ExternalStream", 0xABC, 0) and stream is not None
+    rt.free(own)
