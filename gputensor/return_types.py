@@ -39,6 +39,9 @@ linalg_lu_factor_ex = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"]
 linalg_lu_factor = namedtuple("linalg_lu_factor", ["LU", "pivots"])
 linalg_lu = namedtuple("linalg_lu", ["P", "L", "U"])
 lu_unpack = namedtuple("lu_unpack", ["P", "L", "U"])
+linalg_ldl_factor_ex = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 
-for _t in (linalg_lu_factor_ex, linalg_lu_factor, linalg_lu, lu_unpack):
+for _t in (linalg_lu_factor_ex, linalg_lu_factor, linalg_lu, lu_unpack, linalg_ldl_factor_ex,
+           linalg_ldl_factor):
     _t.__module__ = "gputensor.return_types"

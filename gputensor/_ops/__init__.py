@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     decompositions,
     elementwise,
     indexing,
+    ldl,
     linalg,
     nn,
     random,

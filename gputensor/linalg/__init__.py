@@ -40,12 +40,14 @@ from gputensor._ops.decompositions import matrix_exp as matrix_exp
 from gputensor._ops.decompositions import matrix_power as matrix_power
 from gputensor._tensor import Tensor
 
+from ._ldl import ldl_factor, ldl_factor_ex, ldl_solve
+
 __all__ = ["LinAlgError", "det", "slogdet", "inv", "inv_ex", "solve", "solve_ex", "cholesky",
            "cholesky_ex", "qr", "eigh", "eigvalsh", "eig", "eigvals", "svd", "svdvals",
            "vector_norm", "matrix_norm", "norm", "cond", "pinv", "matrix_rank", "matrix_power",
            "solve_triangular", "lstsq", "cross", "vecdot", "diagonal", "multi_dot", "matrix_exp",
            "vander", "tensorinv", "tensorsolve", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
-           "householder_product", "matmul"]
+           "householder_product", "matmul", "ldl_factor", "ldl_factor_ex", "ldl_solve"]
 
 matmul = gt.matmul  # torch.linalg.matmul is torch.matmul
 

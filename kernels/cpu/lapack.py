@@ -324,6 +324,103 @@ def matrix_exp(lib: Any, outs: list, ins: list) -> None:
         e[i] = expm(a[i])
 
 
+# -- LDL^T (Bunch-Kaufman) ----------------------------------------------------------------------
+# LAPACK's sytrf/hetrf on the lower triangle, as PyTorch calls it: the factor's strictly lower
+# part is L (unit diagonal implied), its diagonal and first subdiagonal hold the 1x1 and 2x2
+# blocks of D, and the pivots are LAPACK's (1-based; a 2x2 block has both entries negative).
+# cuSOLVER's sytrf writes the same format; cuSOLVER has no hermitian variant (the frontend
+# refuses hermitian complex input on CUDA, as PyTorch does) and CuPy binds no sytrs, so the
+# solve runs sytrs's two sweeps as array operations there.
+_CUSOLVER_LOWER = 0  # cublasFillMode_t CUBLAS_FILL_MODE_LOWER
+
+
+@_kernel("_linalg_ldl_factor_ex")
+def ldl_factor(lib: Any, outs: list, ins: list, hermitian: bool) -> None:
+    (ld, piv, info), (a,) = outs, ins
+    if a.size == 0:
+        info[...] = 0
+        return
+    if _on_host(lib):
+        # A C-ordered matrix is its transpose in Fortran order; for a symmetric (hermitian)
+        # input, the lower triangle of A^T (A^H) is the upper triangle of A (conjugated).
+        sytrf = _lapack("hetrf" if hermitian and a.dtype.kind == "c" else "sytrf", a)
+        for i in np.ndindex(*a.shape[:-2]):
+            f, p, info[i] = sytrf(np.asfortranarray(a[i]), lower=1)
+            ld[i], piv[i] = np.tril(f), p
+        return
+    _ldl_factor_cusolver(lib, ld, piv, info, a)
+
+
+def _ldl_factor_cusolver(lib: Any, ld: Any, piv: Any, info: Any, a: Any) -> None:
+    xp, solver = lib.xp, lib.cusolver
+    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[a.dtype.name]
+    handle = lib.device.get_cusolver_handle()
+    n = a.shape[-1]
+    for i in np.ndindex(*a.shape[:-2]):
+        f = xp.asfortranarray(a[i])  # a copy: cuSOLVER factors in place, column-major
+        lwork = getattr(solver, f"{prefix}sytrf_bufferSize")(handle, n, f.data.ptr, n)
+        work = xp.empty(max(lwork, 1), a.dtype)
+        p = xp.empty(n, xp.int32)
+        code = xp.empty((), xp.int32)
+        getattr(solver, f"{prefix}sytrf")(handle, _CUSOLVER_LOWER, n, f.data.ptr, n,
+                                          p.data.ptr, work.data.ptr, lwork, code.data.ptr)
+        ld[i], piv[i], info[i] = xp.tril(f), p, code
+
+
+@_kernel("_linalg_ldl_solve")
+def ldl_solve(lib: Any, outs: list, ins: list, hermitian: bool) -> None:
+    (x,), (ld, piv, b) = outs, ins
+    if x.size == 0:
+        return
+    hermitian = hermitian and ld.dtype.kind == "c"
+    if _on_host(lib):
+        sytrs = _lapack("hetrs" if hermitian else "sytrs", ld)
+        for i in np.ndindex(*x.shape[:-2]):
+            x[i], _ = sytrs(np.asfortranarray(ld[i]), piv[i], b[i], lower=1)
+        return
+    pivots = lib.xp.asnumpy(piv)  # the sweeps branch on the pivots: one host read
+    for i in np.ndindex(*x.shape[:-2]):
+        x[i] = _sytrs_lower(lib.xp, ld[i], pivots[i], b[i])
+
+
+def _sytrs_lower(xp: Any, ld: Any, piv: np.ndarray, b: Any) -> Any:
+    """LAPACK's sytrs (uplo L) as array operations: solve L D L^T X = P B, then undo P."""
+    x = b.copy()
+    n, k = ld.shape[-1], 0
+    while k < n:  # forward: L D y = P b, one 1x1 or 2x2 block of D at a time
+        if piv[k] > 0:
+            _swap_rows(x, k, piv[k] - 1)
+            x[k + 1:] -= ld[k + 1:, k, None] * x[k]
+            x[k] /= ld[k, k]
+            k += 1
+        else:
+            _swap_rows(x, k + 1, -piv[k] - 1)
+            x[k + 2:] -= ld[k + 2:, k, None] * x[k] + ld[k + 2:, k + 1, None] * x[k + 1]
+            d11, d21, d22 = ld[k, k], ld[k + 1, k], ld[k + 1, k + 1]
+            det = d11 * d22 - d21 * d21
+            y0 = (d22 * x[k] - d21 * x[k + 1]) / det
+            x[k + 1] = (d11 * x[k + 1] - d21 * x[k]) / det
+            x[k] = y0
+            k += 2
+    k = n - 1
+    while k >= 0:  # backward: L^T x = y, then the rows swapped back
+        if piv[k] > 0:
+            x[k] -= ld[k + 1:, k] @ x[k + 1:]
+            _swap_rows(x, k, piv[k] - 1)
+            k -= 1
+        else:
+            x[k] -= ld[k + 1:, k] @ x[k + 1:]
+            x[k - 1] -= ld[k + 1:, k - 1] @ x[k + 1:]
+            _swap_rows(x, k, -piv[k] - 1)
+            k -= 2
+    return x
+
+
+def _swap_rows(x: Any, i: int, j: int) -> None:
+    if i != j:
+        x[[i, j]] = x[[j, i]]
+
+
 # -- CPU registration --------------------------------------------------------------------------
 def _host(t: Tensor | None) -> np.ndarray | None:
     return None if t is None else t._host

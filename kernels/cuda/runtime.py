@@ -108,7 +108,9 @@ class ArrayLibrary:
     """The namespaces of a runtime's array library (``array_library()``): ``xp`` (numpy /
     cupy), ``fft`` (scipy.fft / cupy.fft), ``linalg`` (numpy.linalg / cupy.linalg),
     ``scipy_linalg`` (scipy.linalg / cupyx.scipy.linalg), ``special`` (scipy.special /
-    cupyx.scipy.special). Modules are imported on first use of the attribute."""
+    cupyx.scipy.special); on CuPy also ``cusolver`` (the raw cuSOLVER bindings) and
+    ``device`` (cupy.cuda.device: the library handles). Modules are imported on first use of
+    the attribute."""
 
     names: tuple[tuple[str, str], ...]
 
@@ -124,7 +126,9 @@ HOST_LIBRARY = ArrayLibrary((("xp", "numpy"), ("fft", "scipy.fft"), ("linalg", "
                              ("scipy_linalg", "scipy.linalg"), ("special", "scipy.special")))
 CUPY_LIBRARY = ArrayLibrary((("xp", "cupy"), ("fft", "cupy.fft"), ("linalg", "cupy.linalg"),
                              ("scipy_linalg", "cupyx.scipy.linalg"),
-                             ("special", "cupyx.scipy.special")))
+                             ("special", "cupyx.scipy.special"),
+                             ("cusolver", "cupy_backends.cuda.libs.cusolver"),
+                             ("device", "cupy.cuda.device")))
 
 
 def array_span(shape: Any, strides: Any, itemsize: int) -> int:

@@ -98,9 +98,7 @@ def test_result_types_and_out(device: str) -> None:
     assert gt.linalg.matrix_exp is gt.matrix_exp and gt.linalg.matmul is gt.matmul
     torch_names = {n for n in dir(torch.linalg) if not n.startswith("_")
                    and callable(getattr(torch.linalg, n))}
-    # LDL (ldl_factor, ldl_factor_ex, ldl_solve) is the one family not built yet
-    assert {n for n in torch_names if not hasattr(gt.linalg, n)} <= {
-        "ldl_factor", "ldl_factor_ex", "ldl_solve"}
+    assert {n for n in torch_names if not hasattr(gt.linalg, n)} == set()
     assert issubclass(gt.linalg.LinAlgError, RuntimeError)
 
 
