@@ -8,11 +8,13 @@ latest-created first, like PyTorch's ready queue. Nothing recurses, so deep grap
 from __future__ import annotations
 
 import heapq
+import itertools
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from . import anomaly_mode, grad_mode
-from .graph import AccumulateGrad, Node, edge_of
+from .graph import AccumulateGrad, GradientEdge, Node, edge_of
 
 
 def _is_tensor(x: Any) -> bool:
@@ -22,7 +24,7 @@ def _is_tensor(x: Any) -> bool:
 def _as_tuple(x: Any) -> tuple:
     if x is None:
         return ()
-    if _is_tensor(x):
+    if _is_tensor(x) or isinstance(x, GradientEdge):
         return (x,)
     return tuple(x)
 
@@ -144,6 +146,9 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
     inputs = _as_tuple(inputs)
     target_edges = []
     for i, t in enumerate(inputs):
+        if isinstance(t, GradientEdge):
+            target_edges.append((t.node, t.output_nr))
+            continue
         if not _is_tensor(t):
             raise TypeError(f"inputs[{i}] must be a Tensor, got {type(t).__name__}")
         if not t._requires_grad:
@@ -168,6 +173,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
 
     prev_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
+    prev_task = getattr(_tasks, "current", None)
+    _tasks.current = _Task(deps, needed)
     try:
         ready = [(-n._seq, id(n), n) for n in {e[0] for e, _ in roots} if deps[n] == 0]
         heapq.heapify(ready)
@@ -213,6 +220,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
                     heapq.heappush(ready, (-child._seq, id(child), child))
     finally:
         grad_mode._set_enabled(prev_mode)
+        _tasks.current = prev_task
 
     if accumulate:
         if target_edges:
@@ -231,6 +239,30 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
                                f"the desired behavior.")
         result.append(g)
     return tuple(result)
+
+
+class _Task:
+    """The backward pass running in this thread: which nodes it will execute."""
+
+    __slots__ = ("id", "deps", "needed")
+    _ids = itertools.count()
+
+    def __init__(self, deps: dict[Node, int], needed: set[Node] | None) -> None:
+        self.id, self.deps, self.needed = next(self._ids), deps, needed
+
+    def will_execute(self, node: Node) -> bool:
+        return node in self.deps and (self.needed is None or node in self.needed)
+
+
+_tasks = threading.local()
+
+
+def current_task() -> _Task:
+    """The backward pass this thread is running (hooks call this)."""
+    task = getattr(_tasks, "current", None)
+    if task is None:
+        raise RuntimeError("no backward pass is running in this thread")
+    return task
 
 
 def _add(buffers: dict, node: Node, nr: int, g: Any, shared: bool) -> None:

@@ -270,6 +270,9 @@ class saved_tensors_hooks:  # noqa: N801 (PyTorch's name)
 
     def __enter__(self) -> saved_tensors_hooks:
         global _hooks_active
+        disabled = getattr(_hook_state, "disabled", None)
+        if disabled is not None:
+            raise RuntimeError(disabled)
         _hook_stack().append((self.pack_hook, self.unpack_hook))
         with _count_lock:
             _hooks_active += 1
@@ -302,3 +305,110 @@ class save_on_cpu(saved_tensors_hooks):  # noqa: N801 (PyTorch's name)
             return tensor.to(device, non_blocking=pin_memory)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+# -- gradient edges, version bumps, multi-tensor hooks (torch.autograd.graph's helpers) ----------
+class GradientEdge(tuple):
+    """Where a tensor's gradient enters the graph: ``(node, output_nr)``. ``autograd.grad`` and
+    ``backward`` accept one in place of a tensor (as an input or an output)."""
+
+    __slots__ = ()
+    _fields = ("node", "output_nr", "ownership_token")
+
+    def __new__(cls, node: Node, output_nr: int, ownership_token: Any = None) -> GradientEdge:
+        return tuple.__new__(cls, (node, int(output_nr), ownership_token))
+
+    node = property(lambda self: self[0])
+    output_nr = property(lambda self: self[1])
+    ownership_token = property(lambda self: self[2])
+
+    def __repr__(self) -> str:
+        return (f"GradientEdge(node={self.node!r}, output_nr={self.output_nr}, "
+                f"ownership_token={self.ownership_token!r})")
+
+
+def get_gradient_edge(tensor: Any) -> GradientEdge:
+    """The edge ``tensor``'s gradient flows along (its grad_fn, or its AccumulateGrad)."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does "
+                           "not require gradients")
+    node, nr = edge_of(tensor)
+    return GradientEdge(node, nr)
+
+
+def increment_version(tensor: Any) -> None:
+    """Bump the version counter of ``tensor``'s storage (of each tensor in an iterable), as an
+    in-place write would: what code that mutates memory behind autograd's back calls."""
+    from gputensor._tensor import Tensor
+    for t in (tensor,) if isinstance(tensor, Tensor) else tensor:
+        t._storage._version += 1
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 (PyTorch's name)
+    """Context manager: entering ``saved_tensors_hooks`` inside it raises RuntimeError with
+    ``error_message`` (a feature that relies on saved tensors staying as saved)."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        self._prev = getattr(_hook_state, "disabled", None)
+        _hook_state.disabled = self.error_message
+
+    def __exit__(self, *exc: Any) -> None:
+        _hook_state.disabled = self._prev
+
+
+class _MultiHandle:
+    """``register_multi_grad_hook``'s handle: removes the per-tensor hooks, and keeps their
+    nodes (a leaf's AccumulateGrad is otherwise only weakly cached) alive until then."""
+
+    def __init__(self, handles: list[RemovableHandle], nodes: list[Node]) -> None:
+        self._handles, self._nodes = handles, nodes
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._nodes = []
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *,
+                             mode: str = "all") -> _MultiHandle:
+    """``mode="all"``: ``fn(grads)`` once per backward, after the gradients of every tensor in
+    ``tensors`` that this backward computes (None for the others); ``mode="any"``: ``fn(grad)``
+    with the first of them computed, once per backward."""
+    from . import engine
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = list(tensors)
+    edges = [edge_of(t) for t in tensors]
+    if any(e is None for e in edges):
+        raise RuntimeError("register_multi_grad_hook: every tensor must require grad")
+    seen: dict[int, dict[int, Any]] = {}   # backward task -> {tensor index: grad}
+
+    def make(i: int) -> Callable[[Any], None]:
+        def hook(grad: Any) -> None:
+            task = engine.current_task()
+            if not task.will_execute(edges[i][0]):
+                return  # a gradient this backward does not need
+            got = seen.setdefault(task.id, {})
+            if mode == "any":
+                if not got:
+                    got[i] = grad
+                    fn(grad)
+                return
+            got[i] = grad
+            expected = [j for j, (node, _) in enumerate(edges) if task.will_execute(node)]
+            if all(j in got for j in expected):
+                seen.pop(task.id, None)
+                fn(tuple(got.get(j) for j in range(len(tensors))))
+        return hook
+
+    handles = [node._register_tensor_hook(nr, make(i)) for i, (node, nr) in enumerate(edges)]
+    return _MultiHandle(handles, [node for node, _ in edges])
