@@ -156,6 +156,7 @@ from gputensor import compiler  # noqa: E402
 from gputensor import testing  # noqa: E402
 from gputensor import multiprocessing  # noqa: E402
 from gputensor._interop import asarray, from_dlpack  # noqa: E402
+from gputensor import distributed  # noqa: E402
 from gputensor.compiler import compile  # noqa: E402
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
@@ -187,7 +188,7 @@ _HANDWRITTEN = [
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d", "preserve_format",
     "amp", "cpu", "autocast", "is_autocast_enabled", "set_autocast_enabled", "get_autocast_dtype",
     "set_autocast_dtype", "clear_autocast_cache", "typename", "multiprocessing", "asarray",
-    "from_dlpack",
+    "from_dlpack", "distributed",
 ]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))

@@ -5,6 +5,7 @@ with real worker processes for ``num_workers > 0`` (see ``dataloader.py`` for th
 and a batched fast path for ``TensorDataset``.
 """
 
+from gputensor.utils.data import distributed
 from gputensor.utils.data.collate import default_collate, default_convert
 from gputensor.utils.data.dataloader import DataLoader
 from gputensor.utils.data.dataset import (
@@ -17,6 +18,7 @@ from gputensor.utils.data.dataset import (
     TensorDataset,
     random_split,
 )
+from gputensor.utils.data.distributed import DistributedSampler
 from gputensor.utils.data.sampler import (
     BatchSampler,
     RandomSampler,
@@ -29,6 +31,7 @@ from gputensor.utils.data.worker import WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "IterableDataset",
+    "DistributedSampler", "distributed",
     "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
     "SubsetRandomSampler",
     "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",

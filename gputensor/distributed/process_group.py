@@ -1,0 +1,238 @@
+"""Process groups: the default (world) group made by ``init_process_group`` and the subgroups
+of ``new_group``, each an MPI communicator over its member ranks.
+
+Ranks that ``src``/``dst`` arguments name are global (world) ranks, as in PyTorch;
+``group_src``/``group_dst`` name ranks inside the group.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from typing import Any
+
+from . import _mpi
+
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+# The CPU engine is MPI. "gloo" (PyTorch's CPU backend) is accepted as a name for it, so
+# scripts written for gloo run unchanged; "nccl" needs the CUDA engine, not built yet.
+_CPU_BACKENDS = ("mpi", "gloo")
+
+
+class Backend(str):
+    """A backend name (``Backend.MPI == "mpi"``)."""
+
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    MPI = "mpi"
+
+    def __new__(cls, name: str) -> Backend:
+        if not isinstance(name, str):
+            raise ValueError(f"Backend name must be a string, but got: {name!r}")
+        return str.__new__(cls, name.lower())
+
+
+class ProcessGroup:
+    """A set of ranks and the communicator they talk over."""
+
+    def __init__(self, comm: Any, ranks: list[int], backend: str) -> None:
+        self.comm, self.ranks, self._backend = comm, list(ranks), Backend(backend)
+
+    def rank(self) -> int:
+        return self.comm.Get_rank()
+
+    def size(self) -> int:
+        return self.comm.Get_size()
+
+    def name(self) -> str:
+        return self._backend
+
+    def group_rank(self, global_rank: int, what: str = "rank") -> int:
+        try:
+            return self.ranks.index(int(global_rank))
+        except ValueError:
+            raise ValueError(f"Global {what} {global_rank} is not part of group with ranks "
+                             f"{self.ranks}") from None
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup(backend={self._backend!r}, ranks={self.ranks})"
+
+
+class GroupMember:
+    WORLD: ProcessGroup | None = None
+    NON_GROUP_MEMBER = object()
+
+
+class group:  # noqa: N801 - PyTorch's name
+    WORLD: ProcessGroup | None = None
+
+
+_groups: list[ProcessGroup] = []
+
+
+def _world() -> ProcessGroup:
+    if GroupMember.WORLD is None:
+        raise ValueError("Default process group has not been initialized, please make sure to "
+                         "call init_process_group.")
+    return GroupMember.WORLD
+
+
+def resolve(group_: Any) -> ProcessGroup:
+    """The group a collective runs on (None: the world); non-members may not call it."""
+    if group_ is None or group_ is GroupMember.WORLD:
+        return _world()
+    if group_ is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("this rank is not a member of the group (new_group returned "
+                         "GroupMember.NON_GROUP_MEMBER here)")
+    if not isinstance(group_, ProcessGroup):
+        raise TypeError(f"group must be a ProcessGroup, got {type(group_).__name__}")
+    return group_
+
+
+def is_available() -> bool:
+    return _mpi.available()
+
+
+def is_mpi_available() -> bool:
+    return _mpi.available()
+
+
+def is_gloo_available() -> bool:
+    return _mpi.available()  # the gloo name runs on the MPI engine
+
+
+def is_nccl_available() -> bool:
+    return False
+
+
+def is_initialized() -> bool:
+    return GroupMember.WORLD is not None
+
+
+def _abort_on_uncaught(comm: Any) -> None:
+    """An uncaught exception on one rank aborts the whole job (the others would otherwise wait
+    forever in their next collective), as mpi4py's ``-m mpi4py`` runner does."""
+    previous = sys.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        previous(kind, value, tb)
+        sys.stderr.flush()
+        comm.Abort(1)
+    sys.excepthook = hook
+
+
+def init_process_group(backend: str | None = None, init_method: str | None = None,
+                       timeout: datetime.timedelta | None = None, world_size: int = -1,
+                       rank: int = -1, store: Any = None, group_name: str = "",
+                       pg_options: Any = None, device_id: Any = None) -> None:
+    """Join the job's processes into the default group. The processes are the MPI job's
+    (``mpiexec -n N python script.py``); ``world_size``/``rank``, when given, must agree."""
+    if GroupMember.WORLD is not None:
+        raise ValueError("trying to initialize the default process group twice!")
+    name = Backend(backend or "mpi")
+    if name == Backend.NCCL:
+        raise RuntimeError("Distributed package doesn't have NCCL built in")
+    if name not in _CPU_BACKENDS:
+        raise ValueError(f"Invalid backend: '{backend}' (available: 'mpi', 'gloo')")
+    if init_method not in (None, "env://") or store is not None:
+        raise ValueError(f"init_method={init_method!r}/store: the MPI backend joins the "
+                         f"processes its launcher started; launch with mpiexec (or "
+                         f"gputensor.distributed.run) and use the default env://")
+    world = _mpi.mpi().COMM_WORLD
+    size, me = world.Get_size(), world.Get_rank()
+    env_size = os.environ.get("WORLD_SIZE")
+    if env_size is not None and int(env_size) != size:
+        raise RuntimeError(f"WORLD_SIZE={env_size} but the MPI job has {size} process(es): "
+                           f"start the processes with mpiexec -n {env_size} (MPI joins only "
+                           f"the processes of one MPI job)")
+    if world_size not in (-1, size) or rank not in (-1, me):
+        raise ValueError(f"init_process_group(world_size={world_size}, rank={rank}) does not "
+                         f"match the MPI job (world size {size}, this process rank {me})")
+    pg = ProcessGroup(world.Dup(), list(range(size)), name)
+    GroupMember.WORLD = group.WORLD = pg
+    _groups.append(pg)
+    if size > 1:
+        _abort_on_uncaught(world)
+
+
+def destroy_process_group(group_: ProcessGroup | None = None) -> None:
+    """Free ``group_``'s communicator (None: every group, and leave the default one)."""
+    targets = list(_groups) if group_ is None else [resolve(group_)]
+    for pg in targets:
+        if pg in _groups:
+            _groups.remove(pg)
+        pg.comm.Free()
+    if group_ is None or group_ is GroupMember.WORLD:
+        GroupMember.WORLD = group.WORLD = None
+
+
+def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any = None,
+              pg_options: Any = None, use_local_synchronization: bool = False,
+              group_desc: Any = None, device_id: Any = None, sort_ranks: bool = True) -> Any:
+    """A group of ``ranks`` (every rank of the world must call this, as in PyTorch); ranks
+    outside it get ``GroupMember.NON_GROUP_MEMBER``."""
+    world = _world()
+    members = list(range(world.size())) if ranks is None else [int(r) for r in ranks]
+    if sort_ranks:
+        members = sorted(members)
+    for r in members:
+        if not 0 <= r < world.size():
+            raise ValueError(f"new_group: rank {r} is out of range for world size "
+                             f"{world.size()}")
+    me = world.rank()
+    MPI = _mpi.mpi()
+    comm = world.comm.Split(0 if me in members else MPI.UNDEFINED,
+                            members.index(me) if me in members else 0)
+    if me not in members:
+        return GroupMember.NON_GROUP_MEMBER
+    pg = ProcessGroup(comm, members, world.name() if backend is None else backend)
+    _groups.append(pg)
+    return pg
+
+
+def get_rank(group: Any = None) -> int:  # noqa: A002 - PyTorch's name
+    """This process's rank in ``group`` (-1 when it is not a member)."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return resolve(group).rank()
+
+
+def get_world_size(group: Any = None) -> int:  # noqa: A002
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return resolve(group).size()
+
+
+def get_backend(group: Any = None) -> Backend:  # noqa: A002
+    return resolve(group)._backend
+
+
+def get_process_group_ranks(group: Any) -> list[int]:  # noqa: A002
+    return list(resolve(group).ranks)
+
+
+def get_global_rank(group: Any, group_rank: int) -> int:  # noqa: A002
+    return resolve(group).ranks[group_rank]
+
+
+def get_group_rank(group: Any, global_rank: int) -> int:  # noqa: A002
+    return resolve(group).group_rank(global_rank)
+
+
+def get_pg_count() -> int:
+    return len(_groups)
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """LOCAL_RANK from the launcher's environment (MPICH's MPI_LOCALRANKID too)."""
+    for var in ("LOCAL_RANK", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"):
+        if var in os.environ:
+            return int(os.environ[var])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank "
+                       "to allow `get_node_local_rank` to work, assuming you are not running "
+                       "in a multi-device context and want the code to run locally instead.")
