@@ -126,6 +126,10 @@ def _accumulate(var: Any, g: Any, shared: bool, create_graph: bool) -> None:
         var.grad = var.grad + g
     else:
         var.grad.add_(g.detach())
+    post = var.__dict__.get("_post_accumulate_hooks")
+    if post:
+        for hook in list(post.values()):
+            hook(var)
 
 
 def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
@@ -174,7 +178,7 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
     prev_mode = grad_mode.is_grad_enabled()
     grad_mode._set_enabled(create_graph)
     prev_task = getattr(_tasks, "current", None)
-    _tasks.current = _Task(deps, needed)
+    task = _tasks.current = _Task(deps, needed)
     try:
         ready = [(-n._seq, id(n), n) for n in {e[0] for e, _ in roots} if deps[n] == 0]
         heapq.heapify(ready)
@@ -218,6 +222,8 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
                 deps[child] -= 1
                 if deps[child] == 0:
                     heapq.heappush(ready, (-child._seq, id(child), child))
+        while task.callbacks:  # queued by hooks; a callback may queue more
+            task.callbacks.pop(0)()
     finally:
         grad_mode._set_enabled(prev_mode)
         _tasks.current = prev_task
@@ -244,17 +250,27 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
 class _Task:
     """The backward pass running in this thread: which nodes it will execute."""
 
-    __slots__ = ("id", "deps", "needed")
+    __slots__ = ("id", "deps", "needed", "callbacks")
     _ids = itertools.count()
 
     def __init__(self, deps: dict[Node, int], needed: set[Node] | None) -> None:
         self.id, self.deps, self.needed = next(self._ids), deps, needed
+        self.callbacks: list[Any] = []
 
     def will_execute(self, node: Node) -> bool:
         return node in self.deps and (self.needed is None or node in self.needed)
 
 
 _tasks = threading.local()
+
+
+def queue_callback(callback: Any) -> None:
+    """Run ``callback()`` when the backward pass now running in this thread has finished
+    (PyTorch's ``Variable._execution_engine.queue_callback``; hooks use it)."""
+    task = getattr(_tasks, "current", None)
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    task.callbacks.append(callback)
 
 
 def current_task() -> _Task:

@@ -35,3 +35,15 @@ class _VariableMeta(type):
 class Variable(metaclass=_VariableMeta):
     """``Variable(tensor, requires_grad=False)``: the tensor itself (detached, with the given
     ``requires_grad``); every tensor is an instance."""
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the engine hooks talk to (``queue_callback``)."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        from .engine import queue_callback
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()

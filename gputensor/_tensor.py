@@ -323,6 +323,20 @@ class Tensor:
         from gputensor.autograd.engine import backward
         backward(self, gradient, retain_graph, create_graph, inputs)
 
+    def register_post_accumulate_grad_hook(self, hook: Any) -> Any:
+        """``hook(tensor)`` runs after this leaf's ``.grad`` has been accumulated."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        from gputensor.autograd.graph import RemovableHandle
+        hooks = self.__dict__.setdefault("_post_accumulate_hooks", {})
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
     def register_hook(self, hook: Any) -> Any:
         """``hook(grad)`` runs when this tensor's gradient is computed; it may return a
         replacement. Returns a handle whose ``remove()`` unregisters it."""
