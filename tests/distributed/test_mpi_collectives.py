@@ -110,3 +110,23 @@ def test_ddp_on_cuda_tensors() -> None:
     res = _run_module("tests.distributed.ddp_worker", 2, "cuda")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "ok ddp world size 2, device cuda" in res.stdout
+
+
+@pytest.mark.parametrize("n,device", [(2, "cpu"), (3, "cpu"), (2, "cuda")])
+def test_sync_batchnorm_matches_batchnorm_on_the_global_batch(n: int, device: str) -> None:
+    if device == "cuda" and not gt.cuda.is_available():
+        pytest.skip("no CUDA runtime (set GPUTENSOR_CUDA_EMULATOR=1 for the emulator)")
+    res = _run_module("tests.distributed.syncbn_worker", n, device)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert f"ok syncbn world size {n}, device {device}" in res.stdout
+
+
+def test_sync_batchnorm_alone_is_batchnorm() -> None:
+    """Outside a multi-process job SyncBatchNorm is BatchNorm (and checks PyTorch's input)."""
+    sync, plain = gt.nn.SyncBatchNorm(3), gt.nn.BatchNorm1d(3)
+    x = gt.randn(4, 3, 5)
+    assert gt.equal(sync(x), plain(x)) and gt.equal(sync.running_var, plain.running_var)
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        sync(gt.ones(3))
+    with pytest.raises(ValueError, match="number of input channels should be non-zero"):
+        gt.nn.SyncBatchNorm(0)(gt.ones(2, 0))

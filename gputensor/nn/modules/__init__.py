@@ -28,6 +28,7 @@ from .pool_extra import *  # noqa: F403
 from .pooling import *  # noqa: F403
 from .rnn import *  # noqa: F403
 from .sparse import *  # noqa: F403
+from .sync_batchnorm import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .upsampling import *  # noqa: F403
 
