@@ -60,6 +60,30 @@ class Work:
         return f"<Work {'done' if self._done else 'in flight'}>"
 
 
+class _StreamWork(Work):
+    """An NCCL call queued on a CUDA stream: ``wait()`` makes the current stream wait for it
+    (the host does not block), ``is_completed()`` asks its event."""
+
+    def __init__(self, event: Any, result: list[Tensor] | None = None) -> None:
+        super().__init__([], lambda: None, result)
+        self._event = event
+
+    def wait(self, timeout: Any = None) -> bool:
+        from gputensor import cuda
+        cuda.current_stream().wait_event(self._event)
+        return True
+
+    def is_completed(self) -> bool:
+        return bool(self._event.query())
+
+    def synchronize(self) -> None:
+        self._event.synchronize()
+
+
+def _queued(event: Any, async_op: bool) -> Work | None:
+    return _StreamWork(event) if async_op else None
+
+
 def _run(requests: list[Any], finish: Callable[[], None], async_op: bool,
          result: list[Tensor] | None = None) -> Work | None:
     work = Work(requests, finish, result)
@@ -105,6 +129,9 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,  # noq
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` across the group in place: every rank gets the result."""
     pg = resolve(group)
+    nccl = pg.nccl_for(tensor)
+    if nccl is not None:
+        return _queued(nccl.all_reduce(tensor, op), async_op)
     buf = _mpi.Buffer(tensor, "all_reduce")
     mop = _mpi.mpi_op(op, tensor.dtype, "all_reduce")
     MPI = _mpi.mpi()
@@ -118,6 +145,9 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
     """Reduce into ``tensor`` on rank ``dst`` (other ranks' tensors are left as they are)."""
     pg = resolve(group)
     root = _peer(pg, dst, group_dst, "dst")
+    nccl = pg.nccl_for(tensor)
+    if nccl is not None:
+        return _queued(nccl.reduce(tensor, op, root), async_op)
     buf = _mpi.Buffer(tensor, "reduce", writes=pg.rank() == root)
     mop = _mpi.mpi_op(op, tensor.dtype, "reduce")
     MPI = _mpi.mpi()
@@ -139,6 +169,9 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
         raise ValueError(f"reduce_scatter_tensor: input ({list(input.shape)}, {input.dtype}) "
                          f"must hold world size ({n}) x output ({list(output.shape)}, "
                          f"{output.dtype}) elements of the output's dtype")
+    nccl = pg.nccl_for(input)
+    if nccl is not None:
+        return _queued(nccl.reduce_scatter(output, input, op), async_op)
     src = _mpi.Buffer(input, "reduce_scatter_tensor", writes=False)
     out = _mpi.Buffer(output, "reduce_scatter_tensor")
     mop = _mpi.mpi_op(op, output.dtype, "reduce_scatter_tensor")
@@ -165,6 +198,9 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None,  # noqa
     """Copy ``tensor`` from rank ``src`` into every rank's ``tensor``."""
     pg = resolve(group)
     root = _peer(pg, src, group_src, "src")
+    nccl = pg.nccl_for(tensor)
+    if nccl is not None:
+        return _queued(nccl.broadcast(tensor, root), async_op)
     buf = _mpi.Buffer(tensor, "broadcast", writes=pg.rank() != root)
     req = pg.comm.Ibcast(buf.array, root)
     return _run([req], buf.finish, async_op)
@@ -180,6 +216,9 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
         raise ValueError(f"all_gather_into_tensor: output ({list(output_tensor.shape)}, "
                          f"{output_tensor.dtype}) must hold world size ({n}) x input "
                          f"({list(input_tensor.shape)}, {input_tensor.dtype}) elements")
+    nccl = pg.nccl_for(input_tensor)
+    if nccl is not None:
+        return _queued(nccl.all_gather(output_tensor, input_tensor), async_op)
     src = _mpi.Buffer(input_tensor, "all_gather_into_tensor", writes=False)
     out = _mpi.Buffer(output_tensor, "all_gather_into_tensor")
     req = pg.comm.Iallgather(src.array, out.array)
@@ -202,6 +241,9 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,  # 
         with gt.no_grad():
             for i, t in enumerate(tensor_list):
                 t.copy_(flat[i * tensor.numel():(i + 1) * tensor.numel()].reshape(t.shape))
+    if isinstance(work, _StreamWork):  # queued: the copies queue behind it on the stream
+        scatter_back()
+        return work if async_op else None
     return _run(work._requests, _finish_all(work._finish, scatter_back), async_op,
                 list(tensor_list))
 
@@ -357,6 +399,9 @@ def isend(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 
           group_dst: int | None = None) -> Work:
     pg = resolve(group)
     peer = _peer(pg, dst, group_dst, "dst")
+    nccl = pg.nccl_for(tensor)
+    if nccl is not None:
+        return _StreamWork(nccl.send(tensor, peer))
     buf = _mpi.Buffer(tensor, "isend", writes=False)
     return Work([pg.comm.Isend(buf.array, peer, tag)], lambda: None)
 
@@ -367,6 +412,11 @@ def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 
     MPI = _mpi.mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else \
         _peer(pg, src, group_src, "src")
+    nccl = pg.nccl_for(tensor)
+    if nccl is not None:
+        if peer == MPI.ANY_SOURCE:
+            raise RuntimeError("irecv from any source is not supported by NCCL: name src")
+        return _StreamWork(nccl.recv(tensor, peer))
     buf = _mpi.Buffer(tensor, "irecv")
     return Work([pg.comm.Irecv(buf.array, peer, tag)], buf.finish)
 
@@ -383,6 +433,9 @@ def recv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0
     MPI = _mpi.mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else \
         _peer(pg, src, group_src, "src")
+    if pg.nccl_for(tensor) is not None:
+        irecv(tensor, src, group, tag, group_src).wait()
+        return pg.ranks[peer]
     buf = _mpi.Buffer(tensor, "recv")
     status = MPI.Status()
     pg.comm.Recv(buf.array, peer, tag, status)

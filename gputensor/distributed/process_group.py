@@ -17,7 +17,8 @@ from . import _mpi
 default_pg_timeout = datetime.timedelta(minutes=30)
 
 # The CPU engine is MPI. "gloo" (PyTorch's CPU backend) is accepted as a name for it, so
-# scripts written for gloo run unchanged; "nccl" needs the CUDA engine, not built yet.
+# scripts written for gloo run unchanged; "nccl" is NCCL through CuPy for CUDA tensors (CPU
+# tensors and Python objects still go through MPI, which also bootstraps NCCL).
 _CPU_BACKENDS = ("mpi", "gloo")
 
 
@@ -38,8 +39,19 @@ class Backend(str):
 class ProcessGroup:
     """A set of ranks and the communicator they talk over."""
 
-    def __init__(self, comm: Any, ranks: list[int], backend: str) -> None:
+    def __init__(self, comm: Any, ranks: list[int], backend: str, nccl: bool = False) -> None:
         self.comm, self.ranks, self._backend = comm, list(ranks), Backend(backend)
+        self._use_nccl = nccl     # CUDA tensors go through NCCL (else MPI, staged on the host)
+        self._nccl: Any = None    # the NCCL communicator, made at the first CUDA collective
+
+    def nccl_for(self, t: Any) -> Any:
+        """The NCCL communicator for CUDA tensor ``t`` (None: the MPI engine serves it)."""
+        if not (self._use_nccl and getattr(t, "is_cuda", False)):
+            return None
+        if self._nccl is None:
+            from ._nccl import Communicator
+            self._nccl = Communicator(self.comm, t.device.index or 0)
+        return self._nccl
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -105,7 +117,8 @@ def is_gloo_available() -> bool:
 
 
 def is_nccl_available() -> bool:
-    return False
+    from . import _nccl
+    return _nccl.available()
 
 
 def is_initialized() -> bool:
@@ -132,11 +145,14 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     (``mpiexec -n N python script.py``); ``world_size``/``rank``, when given, must agree."""
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
+    from . import _nccl
     name = Backend(backend or "mpi")
-    if name == Backend.NCCL:
+    if name == Backend.NCCL and not _nccl.available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")
-    if name not in _CPU_BACKENDS:
-        raise ValueError(f"Invalid backend: '{backend}' (available: 'mpi', 'gloo')")
+    if name not in (*_CPU_BACKENDS, Backend.NCCL):
+        raise ValueError(f"Invalid backend: '{backend}' (available: 'mpi', 'gloo', 'nccl')")
+    # Like PyTorch's default "cpu:gloo,cuda:nccl": CUDA tensors use NCCL where it exists.
+    use_nccl = name == Backend.NCCL or (backend is None and _nccl.available())
     if init_method not in (None, "env://") or store is not None:
         raise ValueError(f"init_method={init_method!r}/store: the MPI backend joins the "
                          f"processes its launcher started; launch with mpiexec (or "
@@ -151,7 +167,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if world_size not in (-1, size) or rank not in (-1, me):
         raise ValueError(f"init_process_group(world_size={world_size}, rank={rank}) does not "
                          f"match the MPI job (world size {size}, this process rank {me})")
-    pg = ProcessGroup(world.Dup(), list(range(size)), name)
+    pg = ProcessGroup(world.Dup(), list(range(size)), name, use_nccl)
     GroupMember.WORLD = group.WORLD = pg
     _groups.append(pg)
     if size > 1:
@@ -164,6 +180,8 @@ def destroy_process_group(group_: ProcessGroup | None = None) -> None:
     for pg in targets:
         if pg in _groups:
             _groups.remove(pg)
+        if pg._nccl is not None:
+            pg._nccl.destroy()
         pg.comm.Free()
     if group_ is None or group_ is GroupMember.WORLD:
         GroupMember.WORLD = group.WORLD = None
@@ -188,7 +206,8 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any 
                             members.index(me) if me in members else 0)
     if me not in members:
         return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(comm, members, world.name() if backend is None else backend)
+    pg = ProcessGroup(comm, members, world.name() if backend is None else backend,
+                      world._use_nccl if backend is None else Backend(backend) == Backend.NCCL)
     _groups.append(pg)
     return pg
 

@@ -24,6 +24,16 @@ def contribution(rank: int, dtype: str, n: int = 6) -> np.ndarray:
     return base.astype("float32" if dtype == "bfloat16" else dtype)
 
 
+def reference(op: dist.ReduceOp, stacked: np.ndarray) -> np.ndarray:
+    """What the reduction over ranks gives, in the tensors' dtype (integers wrap as MPI's
+    do)."""
+    if op == dist.ReduceOp.SUM:
+        return np.sum(stacked, 0, dtype=stacked.dtype)
+    if op == dist.ReduceOp.PRODUCT:
+        return np.prod(stacked, 0, dtype=stacked.dtype)
+    return np.max(stacked, 0) if op == dist.ReduceOp.MAX else np.min(stacked, 0)
+
+
 def tensor(a: np.ndarray, dtype: str, device: str) -> gt.Tensor:
     return gt.tensor(a, device=device).to(getattr(gt, dtype))
 
@@ -48,11 +58,7 @@ def main(device: str) -> None:
                 continue
             t = tensor(parts[rank], dt, device)
             dist.all_reduce(t, op)
-            stacked = np.stack(parts)
-            want = {dist.ReduceOp.SUM: lambda: np.sum(stacked, 0, dtype=stacked.dtype),
-                    dist.ReduceOp.PRODUCT: lambda: np.prod(stacked, 0, dtype=stacked.dtype),
-                    dist.ReduceOp.MAX: lambda: np.max(stacked, 0),
-                    dist.ReduceOp.MIN: lambda: np.min(stacked, 0)}[op]()  # wraps like MPI
+            want = reference(op, np.stack(parts))
             if dt == "bool":
                 want = {dist.ReduceOp.SUM: np.any, dist.ReduceOp.MAX: np.any,
                         dist.ReduceOp.MIN: np.all, dist.ReduceOp.PRODUCT: np.all}[op](
