@@ -1,6 +1,6 @@
 """gputensor.autograd: grad modes, the backward engine, custom Functions and gradcheck."""
 
-from . import anomaly_mode, graph
+from . import anomaly_mode, forward_ad, functional, graph
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .engine import backward, grad
 from .function import Function, FunctionCtx, once_differentiable
@@ -18,4 +18,5 @@ from .variable import Variable
 __all__ = ["Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly",
            "enable_grad", "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "once_differentiable",
-           "set_detect_anomaly", "set_grad_enabled", "anomaly_mode", "Variable"]
+           "set_detect_anomaly", "set_grad_enabled", "anomaly_mode", "Variable", "forward_ad",
+           "functional"]

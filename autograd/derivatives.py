@@ -31,9 +31,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gputensor._tensor import Tensor as _Tensor
+from gputensor.func._state import VMAP as _VMAP
 
 from . import formulas, grad_mode
+from .forward_ad import _state as _fw_state
 from .graph import Node, SavedTensor, edge_of, grad_accumulator
+from .jvp import JvpRule, check_tangents, dual_call
 
 _SPECIAL = ("g", "grads", "out", "outs")
 _META_SUFFIXES = ("_shape", "_dtype", "_device")
@@ -93,8 +96,10 @@ class Derivative:
     def __init__(self, op_name: str, formulas: dict[str, Formula | None],
                  arg_names: Sequence[str] | None = None, varargs: str | None = None,
                  defaults: dict[str, Any] | None = None, output_differentiable:
-                 Sequence[bool] | None = None) -> None:
+                 Sequence[bool] | None = None, jvp: Any = None) -> None:
         self.op_name = op_name
+        # The forward (JVP) rule beside the backward formulas (autograd/jvp.py).
+        self.jvp = JvpRule(op_name, jvp) if jvp is not None else None
         self.formulas = {k: v for k, v in formulas.items()}
         self.arg_names = tuple(arg_names or ())
         self.varargs = varargs
@@ -108,7 +113,8 @@ class Derivative:
 
     @classmethod
     def for_function(cls, op_name: str, fn: Callable, formulas: dict[str, Formula | None],
-                     output_differentiable: Sequence[bool] | None = None) -> Derivative:
+                     output_differentiable: Sequence[bool] | None = None,
+                     jvp: Any = None) -> Derivative:
         """A derivative for an op whose frontend is ``fn``: arguments bound by its signature."""
         names, varargs, defaults = [], None, {}
         for p in inspect.signature(fn).parameters.values():
@@ -124,7 +130,7 @@ class Derivative:
         unknown = set(formulas) - set(names) - ({varargs} if varargs else set())
         if unknown:
             raise RuntimeError(f"derivative of {op_name} names unknown arguments {unknown}")
-        d = cls(op_name, formulas, names, varargs, defaults, output_differentiable)
+        d = cls(op_name, formulas, names, varargs, defaults, output_differentiable, jvp)
         d._kw_names = tuple(p.name for p in inspect.signature(fn).parameters.values()
                        if p.kind is p.KEYWORD_ONLY)
         d.check_functions()
@@ -446,14 +452,22 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
     import functools
 
     state = grad_mode._state
+    fw_state = _fw_state
+    vmap = _VMAP
     if derivative is None:
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
             if kwargs and renames:
                 kwargs = rename_keywords(kwargs, renames, op_name)
+            if vmap.depth:   # gt.func.vmap: batched arguments go to the op's batching rule
+                result = vmap.dispatch(op_name, checked, args, kwargs)
+                if result is not NotImplemented:
+                    return result
             result = fn(*args, **kwargs)
             if getattr(state, "enabled", True):
                 mark_not_implemented(op_name, result, args, kwargs)
+            if fw_state.active:   # built from differentiable ops, whose tangents it must have
+                check_tangents(op_name, result, args, kwargs)
             return result
         return checked
 
@@ -461,6 +475,12 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
     def recorded(*args: Any, **kwargs: Any) -> Any:
         if kwargs and renames:
             kwargs = rename_keywords(kwargs, renames, op_name)
+        if vmap.depth:   # gt.func.vmap: batched arguments go to the op's batching rule
+            result = vmap.dispatch(op_name, recorded, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        if fw_state.active:   # forward AD: the primal call (this wrapper again), then the rule
+            return dual_call(derivative, recorded, args, kwargs)
         if not getattr(state, "enabled", True) or not _any_requires_grad(args, kwargs):
             return fn(*args, **kwargs)
         if kwargs.get("out") is not None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import grad_mode
+from . import forward_ad, grad_mode
 from .graph import Node, SavedTensor, edge_of
+from .jvp import _FUNCTION_BASE_JVP, function_jvp
 
 
 def _is_tensor(x: Any) -> bool:
@@ -22,8 +23,17 @@ class FunctionCtx(Node):
     def save_for_backward(self, *tensors: Any) -> None:
         self._saved = tuple(SavedTensor(t) if _is_tensor(t) else t for t in tensors)
 
+    def save_for_forward(self, *tensors: Any) -> None:
+        """Keep tensors for ``jvp``, where ``ctx.saved_tensors`` returns them."""
+        if not all(t is None or _is_tensor(t) for t in tensors):
+            raise ValueError("save_for_forward expects all arguments to be tensors; you should "
+                             "save non-tensors as attributes on ctx.")
+        self.__dict__["_saved_forward"] = tensors
+
     @property
     def saved_tensors(self) -> tuple:
+        if self.__dict__.get("_in_jvp"):
+            return tuple(self.__dict__.get("_saved_forward", ()))
         self.check_not_released()
         return tuple(s.unpack(self) if isinstance(s, SavedTensor) else s
                      for s in getattr(self, "_saved", ()))
@@ -88,6 +98,18 @@ class Function(metaclass=_FunctionMeta):
     def backward(ctx: Any, *grad_outputs: Any) -> Any:
         raise RuntimeError("this Function defines no backward(ctx, *grad_outputs)")
 
+    @staticmethod
+    def jvp(ctx: Any, *grad_inputs: Any) -> Any:
+        """Forward-mode rule: the outputs' tangents from the inputs' (None where an input has
+        none), reading what ``ctx.save_for_forward`` kept."""
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple, output: Any) -> None:
+        """Overridden to split the ctx work from ``forward(*args)`` (which then takes no ctx)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         ctx = cls._backward_cls.__new__(cls._backward_cls)
@@ -105,9 +127,19 @@ class Function(metaclass=_FunctionMeta):
         ctx.materialize_grads = True
         ctx._non_differentiable = set()
         ctx._dirty = set()
-        with grad_mode.no_grad():
-            result = cls.forward(ctx, *args, **kwargs)
+        with grad_mode.no_grad(), forward_ad.suspended():
+            if cls.setup_context is Function.setup_context:
+                result = cls.forward(ctx, *args, **kwargs)
+            else:
+                result = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, result)
         outputs = result if isinstance(result, tuple) else (result,)
+        if forward_ad._state.active:
+            ctx.__dict__["_in_jvp"] = True
+            try:
+                function_jvp(cls, ctx, args, outputs)
+            finally:
+                ctx.__dict__["_in_jvp"] = False
         ctx.out_meta = [(o.shape, o.dtype, o.device) if _is_tensor(o) else None
                          for o in outputs]
         if record:
@@ -139,3 +171,6 @@ def once_differentiable(fn: Any) -> Any:
         with grad_mode.no_grad():
             return fn(ctx, *grads)
     return wrapper
+
+
+_FUNCTION_BASE_JVP[0] = Function.jvp

@@ -219,6 +219,9 @@ class SavedTensor:
             alias._requires_grad = True
             alias.grad_fn = node
             alias._output_nr = self.output_nr
+            fw_grad = t.__dict__.get("_fw_grad")
+            if fw_grad is not None:   # forward AD over backward: the output's tangent
+                alias._fw_grad = fw_grad
             return alias
         return t
 

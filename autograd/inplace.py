@@ -12,6 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from . import grad_mode
+from .forward_ad import _state as _fw_state
+from .forward_ad import has_tangent
 
 
 def _requires_grad(x: Any) -> bool:
@@ -19,7 +21,11 @@ def _requires_grad(x: Any) -> bool:
 
 
 def needs_graph(self: Any, args: tuple, kwargs: dict) -> bool:
-    """Whether an in-place op on ``self`` with these arguments must record a node."""
+    """Whether an in-place op on ``self`` with these arguments must record a node, or carry
+    tangents (forward AD)."""
+    if _fw_state.active and (has_tangent(self) or any(has_tangent(a) for a in args) or
+                             any(has_tangent(v) for v in kwargs.values())):
+        return True
     if not grad_mode.is_grad_enabled():
         return False
     if self._requires_grad or (self._base is not None and self._base._requires_grad):
@@ -46,6 +52,9 @@ def apply_inplace(self: Any, compute: Callable[[], Any]) -> Any:
     with grad_mode.no_grad():
         strided_copy(self, result)
     self._storage._version += 1
+    if _fw_state.active:
+        from .jvp import take_tangent
+        take_tangent(self, result)
     base = self._base
     if base is None or not (base._requires_grad or result._requires_grad):
         _take_history(self, result)

@@ -73,6 +73,10 @@ from gputensor._ops._core import result_type as _result_type
 from gputensor._tensor_str import get_printoptions, printoptions, set_printoptions
 
 globals().update(_public_ops())
+# torch's private samplers that torch.distributions calls (torch._standard_gamma, ...).
+from gputensor._ops.sampling import PRIVATE_FUNCTIONS as _private_samplers  # noqa: E402
+
+globals().update(_private_samplers)
 
 
 def result_type(tensor1: object, tensor2: object) -> dtype:
@@ -154,10 +158,11 @@ from gputensor import random  # noqa: E402  (torch.random's names)
 from gputensor import fft, linalg, special  # noqa: E402
 from gputensor import compiler  # noqa: E402
 from gputensor import testing  # noqa: E402
-from gputensor import multiprocessing  # noqa: E402
+from gputensor import distributions, func, multiprocessing  # noqa: E402
 from gputensor._interop import asarray, from_dlpack  # noqa: E402
 from gputensor import distributed  # noqa: E402
 from gputensor.compiler import compile  # noqa: E402
+from gputensor.func import vmap  # noqa: E402  (torch.vmap)
 from gputensor.library import ops  # noqa: E402
 from gputensor.autograd import (  # noqa: E402
     enable_grad,
@@ -190,6 +195,7 @@ _HANDWRITTEN = [
     "set_autocast_dtype", "clear_autocast_cache", "typename", "multiprocessing", "asarray",
     "from_dlpack", "distributed",
 ]
+_HANDWRITTEN += ["vmap"]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))
 # torch.exp_(x)-style in-place functions and the *_copy variants of the views.

@@ -92,7 +92,8 @@ _SMALLER = "b if b < a or b != b else a"
 REDUCTIONS: dict[str, Reduction] = {r.name: r for r in (
     Reduction("sum", "x", "a + b", 0, out=int_to_int64),
     # Integers have no NaN: their nansum is "sum".
-    Reduction("nansum", "x if x == x else identity", "a + b", 0, dtypes=FLOAT_DTYPES),
+    Reduction("nansum", "x if x == x else identity", "a + b", 0, out=int_to_int64,
+              dtypes=FLOAT_DTYPES),
     Reduction("prod", "x", "a * b", 1, out=int_to_int64),
     Reduction("mean", "x", "a + b", 0, finalize="a / n", dtypes=INEXACT_DTYPES),
     Reduction("amax", "x", _LARGER, "lowest", acc="same", ordered=True, dtypes=REAL_DTYPES),

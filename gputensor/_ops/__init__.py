@@ -30,6 +30,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     nn,
     random,
     reduce,
+    sampling,
     scatter,
     shape,
     sort,

@@ -16,6 +16,7 @@ from gputensor._device import get_default_device, to_device
 from gputensor._tensor import Tensor
 from gputensor.autograd.derivatives import Derivative, rename_keywords
 from gputensor.autograd.derivatives import differentiable as differentiable_frontend
+from gputensor.func._state import VMAP
 
 # Allocation, kernel lookup and broadcasting live below the frontends (kernels use them too);
 # re-exported here for the frontends.
@@ -32,25 +33,30 @@ def op(name: str | None = None, *, method: bool = True, inplace: bool = False,
        aliases: tuple[str, ...] = (), cost: Callable | None = None,
        grad: dict[str, str | None] | None = None, differentiable: bool = True,
        output_differentiable: tuple[bool, ...] | None = None, function: bool = True,
-       inplace_fn: Callable | None = None) -> Callable:
+       inplace_fn: Callable | None = None, jvp: Any = None,
+       vmap_exempt: bool = False) -> Callable:
     """Declare a non-elementwise op whose frontend is the decorated function.
 
     ``grad`` holds its derivative: one formula per differentiable argument (see
     gputensor.autograd.derivatives). Ops that produce no gradient at all (creation, random,
     integer results) pass ``differentiable=False``; ops without either are checked at call time
-    and backward through them raises. ``function=False`` makes a method-only op (``x.view``).
+    and backward through them raises. ``jvp`` is the forward-mode rule beside ``grad``
+    (gputensor.autograd.jvp: "auto_linear", "transpose", or formulas). ``function=False``
+    makes a method-only op (``x.view``). ``vmap_exempt`` marks a deterministic factory of
+    sizes and scalars (``zeros``, ``arange``): gt.func.vmap never changes its result, so its
+    frontend is the function itself, without the batching hook's call.
     """
     def deco(fn: Callable) -> Callable:
         op_name = name or fn.__name__
-        derivative = Derivative.for_function(op_name, fn, grad, output_differentiable) \
+        derivative = Derivative.for_function(op_name, fn, grad, output_differentiable, jvp) \
             if grad is not None else None
         renames = _numpy_aliases(fn)
         if differentiable:
             frontend = differentiable_frontend(fn, derivative, op_name, renames)
-        elif renames:
-            frontend = _with_aliases(fn, renames, op_name)
+        elif vmap_exempt:
+            frontend = _with_aliases(fn, renames, op_name) if renames else fn
         else:
-            frontend = fn
+            frontend = _vmappable(fn, op_name, renames)
         opdef = OpDef(name=op_name, frontend=frontend, method=method, inplace=inplace,
                       aliases=aliases, doc=fn.__doc__ or "", derivative=derivative,
                       function=function, differentiable=differentiable,
@@ -79,6 +85,24 @@ def _with_aliases(fn: Callable, renames: dict[str, str], op_name: str) -> Callab
             kwargs = rename_keywords(kwargs, renames, op_name)
         return fn(*args, **kwargs)
     return aliased
+
+
+def _vmappable(fn: Callable, op_name: str, renames: dict[str, str]) -> Callable:
+    """A frontend that ``differentiable`` does not wrap (random ops, ops of tensors without a
+    gradient): under gt.func.vmap its batched (or random) calls go to the batching rules;
+    otherwise one global check (and the keyword aliases, in the same call)."""
+    vmap = VMAP
+
+    @functools.wraps(fn)
+    def frontend(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and renames:
+            kwargs = rename_keywords(kwargs, renames, op_name)
+        if vmap.depth:
+            result = vmap.dispatch(op_name, fn, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return fn(*args, **kwargs)
+    return frontend
 
 
 def tensor_method(*names: str, prop: bool = False) -> Callable:

@@ -64,7 +64,7 @@ def block_diag(*tensors: Tensor) -> Tensor:
                                                          else t))
     if not mats:
         return gt.empty(1, 0)
-    dt = result_type(*mats)
+    dt = result_type(*tensors)   # before the reshape: a 0-d tensor promotes as a 0-d one
     cols = sum(m.shape[1] for m in mats)
     pieces, c = [], 0
     for m in mats:  # each block padded with zeros left and right to the full width
@@ -179,8 +179,12 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
 
 @op(inplace=True)
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    """``input * 2**other`` in a floating dtype."""
-    return gt.mul(input, gt.pow(2.0, other))
+    """``input * 2**other`` in the operands' promoted dtype (the default float dtype when both
+    are integers), as PyTorch: float16 input with integer exponents stays float16."""
+    dt = gt.result_type(input, other)
+    if not (dt.is_floating_point or dt.is_complex):
+        dt = gt.get_default_dtype()
+    return gt.mul(input, gt.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other))
 
 
 @tensor_method()

@@ -22,7 +22,7 @@ from ._core import op
 _COMPLEX_OF = {D.float32: D.complex64, D.float64: D.complex128}
 
 
-@op(grad={"input": "view_as_complex(g.contiguous())"})
+@op(grad={"input": "view_as_complex(g.contiguous())"}, jvp="auto_linear")
 def view_as_real(input: Tensor) -> Tensor:
     """A real view (..., 2) of a complex tensor: its real and imaginary parts side by side."""
     if not input.is_complex():
@@ -33,7 +33,7 @@ def view_as_real(input: Tensor) -> Tensor:
     return out
 
 
-@op(grad={"input": "view_as_real(g)"})
+@op(grad={"input": "view_as_real(g)"}, jvp="auto_linear")
 def view_as_complex(input: Tensor) -> Tensor:
     """A complex view of a real (..., 2) tensor whose last dim holds (real, imaginary)."""
     dt = _COMPLEX_OF.get(input.dtype)

@@ -3,10 +3,13 @@ clamp, where, lerp and square dtype checks, float_power, closeness tests, fill_.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.autograd.forward_ad import _state as _fw_state
+from gputensor.autograd.jvp import fill_tangent
 from gputensor.kernels.registry import OPS
 
 from ._core import kernel, op, result_type, tensor_method
@@ -47,7 +50,13 @@ def _clamp_bounds(input: Tensor, min: Any, max: Any) -> tuple[Any, Any]:
                     for b in (min, max))
         bounds = [b for b in (min, max) if b is not None]
     dt = result_type(input, *bounds)
-    if not any(isinstance(b, Tensor) for b in bounds):  # the Scalar overload converts them
+    tensors = sum(isinstance(b, Tensor) for b in bounds)
+    if dt is D.bool and not (tensors == 1 and len(bounds) == 1):
+        # PyTorch's bool kernels clamp by one tensor bound only (clamp_min/clamp_max.Tensor)
+        which = "clamp" if len(bounds) == 2 else "clamp_min" if max is None else "clamp_max"
+        raise NotImplementedError(f'"{which}{"" if tensors else "_scalar"}_'
+                                  f'{input.device.type}" not implemented for \'Bool\'')
+    if not tensors:  # the Scalar overload converts them
         for b in bounds:
             checked_fill_value(b, dt)
     # The missing bound must not take part in promotion: use a value of the result's category.
@@ -103,6 +112,11 @@ def where(condition: Tensor, input: Any = None, other: Any = None, *,
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where() needs both input and other (or neither)")
+    if isinstance(condition, Tensor) and condition.dtype is D.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and "
+                      "will be removed in a future version. Use a boolean condition instead.",
+                      UserWarning, stacklevel=2)
+        condition = condition.bool()
     if not isinstance(condition, Tensor) or condition.dtype is not D.bool:
         got = (condition.dtype.legacy_name if isinstance(condition, Tensor)
                else type(condition).__name__)
@@ -189,6 +203,7 @@ def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 @tensor_method()
 def fill_(self: Tensor, value: Any) -> Tensor:
+    source = value
     if isinstance(value, Tensor):
         if value.dim() != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
@@ -198,6 +213,8 @@ def fill_(self: Tensor, value: Any) -> Tensor:
         value = checked_fill_value(value, self._dtype)
     kernel(self, "_copy")(self, [value], (), self._dtype)
     self._storage._version += 1
+    if _fw_state.active:   # forward AD: the tangent becomes the value's (or zeros)
+        fill_tangent(self, source)
     return self
 
 

@@ -232,7 +232,9 @@ _SLICE_TO_INPUT = "[..., :input_shape[-2], :input_shape[-1]]"
              "groups)",
     "weight": "_conv2d_weight_backward(g, cj(input), weight_shape, stride, padding, dilation, "
               "groups)",
-    "bias": "g.sum([0, 2, 3] if g.dim() == 4 else [1, 2])"})
+    "bias": "g.sum([0, 2, 3] if g.dim() == 4 else [1, 2])"},
+    jvp=("conv2d(input_t, weight, None, stride, padding, dilation, groups) + "
+         "conv2d(input, weight_t, bias_t, stride, padding, dilation, groups)"))
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: IntArg = 1,
            padding: IntArg | str = 0, dilation: IntArg = 1, groups: int = 1) -> Tensor:
     """2-D cross-correlation of (N, C, H, W) or (C, H, W) ``input`` with ``weight``
@@ -253,7 +255,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: In
 @op(method=False, cost=_conv_input_grad_cost, grad={
     "grad_output": "conv2d(g, cj(weight), None, stride, padding, dilation, groups)",
     "weight": "_conv2d_weight_backward(cj(grad_output), g, weight_shape, stride, padding, "
-              "dilation, groups)"})
+              "dilation, groups)"},
+    jvp=("_conv2d_input_backward(grad_output_t, weight, input_shape, stride, padding, dilation, "
+         "groups) + _conv2d_input_backward(grad_output, weight_t, input_shape, stride, padding, "
+         "dilation, groups)"))
 def _conv2d_input_backward(grad_output: Tensor, weight: Tensor, input_shape: Sequence[int],
                            stride: IntArg = 1, padding: IntArg | str = 0, dilation: IntArg = 1,
                            groups: int = 1) -> Tensor:
@@ -271,7 +276,10 @@ def _conv2d_input_backward(grad_output: Tensor, weight: Tensor, input_shape: Seq
     "grad_output": "conv2d(cj(input), g, None, stride, padding, dilation, groups)"
                    "[..., :grad_output_shape[-2], :grad_output_shape[-1]]",
     "input": "_conv2d_input_backward(cj(grad_output), g, input_shape, stride, padding, "
-             "dilation, groups)"})
+             "dilation, groups)"},
+    jvp=("_conv2d_weight_backward(grad_output_t, input, weight_shape, stride, padding, dilation, "
+         "groups) + _conv2d_weight_backward(grad_output, input_t, weight_shape, stride, padding, "
+         "dilation, groups)"))
 def _conv2d_weight_backward(grad_output: Tensor, input: Tensor, weight_shape: Sequence[int],
                             stride: IntArg = 1, padding: IntArg | str = 0, dilation: IntArg = 1,
                             groups: int = 1) -> Tensor:
@@ -289,7 +297,10 @@ def _conv2d_weight_backward(grad_output: Tensor, input: Tensor, weight_shape: Se
     "input": "conv2d(g, cj(weight), None, stride, padding, dilation, groups)" + _SLICE_TO_INPUT,
     "weight": "_conv2d_weight_backward(cj(input), g, weight_shape, stride, padding, dilation, "
               "groups)",
-    "bias": "g.sum([0, 2, 3] if g.dim() == 4 else [1, 2])"})
+    "bias": "g.sum([0, 2, 3] if g.dim() == 4 else [1, 2])"},
+    jvp=("conv_transpose2d(input_t, weight, None, stride, padding, output_padding, groups, "
+         "dilation) + conv_transpose2d(input, weight_t, bias_t, stride, padding, output_padding, "
+         "groups, dilation)"))
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,
                      stride: IntArg = 1, padding: IntArg = 0, output_padding: IntArg = 0,
                      groups: int = 1, dilation: IntArg = 1) -> Tensor:
@@ -466,7 +477,8 @@ def _adaptive_size(op_name: str, x: Tensor, output_size: Any) -> tuple[int, int]
 
 
 # -- pooling ops -----------------------------------------------------------------------------
-@op(method=False, cost=_pool_cost, grad={"input": "_max_pool2d_backward(g, indices, input_shape)"})
+@op(method=False, cost=_pool_cost, grad={"input": "_max_pool2d_backward(g, indices, input_shape)"},
+    jvp="max_pool_jvp(input_t, indices)")
 def _max_pool2d(input: Tensor, indices: Tensor, kernel_size: IntArg, stride: Any = None,
                 padding: IntArg = 0, dilation: IntArg = 1, ceil_mode: bool = False) -> Tensor:
     """Max pooling that also fills ``indices`` (int64, the output's shape, allocated by the
@@ -481,7 +493,8 @@ def _max_pool2d(input: Tensor, indices: Tensor, kernel_size: IntArg, stride: Any
 
 
 @op(method=False, cost=_pool_cost, grad={
-    "grad_output": "g.flatten(-2).gather(-1, indices.flatten(-2)).view(indices.shape)"})
+    "grad_output": "g.flatten(-2).gather(-1, indices.flatten(-2)).view(indices.shape)"},
+    jvp="auto_linear")
 def _max_pool2d_backward(grad_output: Tensor, indices: Tensor,
                          input_shape: Sequence[int]) -> Tensor:
     """Scatter-add ``grad_output`` to the positions in ``indices`` (max and adaptive max)."""
@@ -536,7 +549,7 @@ def _one(value: Any, height: int, name: str, op_name: str, omitted: bool = False
 
 @op(method=False, cost=_pool_cost, grad={
     "input": "_avg_pool2d_backward(g, input_shape, kernel_size, stride, padding, ceil_mode, "
-             "count_include_pad, divisor_override)"})
+             "count_include_pad, divisor_override)"}, jvp="auto_linear")
 def avg_pool2d(input: Tensor, kernel_size: IntArg, stride: Any = None, padding: IntArg = 0,
                ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override: int | None = None) -> Tensor:
@@ -554,7 +567,7 @@ def avg_pool2d(input: Tensor, kernel_size: IntArg, stride: Any = None, padding: 
 
 @op(method=False, cost=_pool_cost, grad={
     "grad_output": "avg_pool2d(g, kernel_size, stride, padding, ceil_mode, count_include_pad, "
-                   "divisor_override)"})
+                   "divisor_override)"}, jvp="auto_linear")
 def _avg_pool2d_backward(grad_output: Tensor, input_shape: Sequence[int], kernel_size: IntArg,
                          stride: Any = None, padding: IntArg = 0, ceil_mode: bool = False,
                          count_include_pad: bool = True,
@@ -583,7 +596,7 @@ def avg_pool1d(input: Tensor, kernel_size: IntArg, stride: Any = None, padding: 
 
 
 @op(method=False, cost=_pool_cost, grad={
-    "input": "_adaptive_avg_pool2d_backward(g, input_shape)"})
+    "input": "_adaptive_avg_pool2d_backward(g, input_shape)"}, jvp="auto_linear")
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
     """Average pooling to ``output_size`` (an int, or a pair whose None entries keep the
     input's size): window i spans [floor(i*H/Ho), ceil((i+1)*H/Ho))."""
@@ -595,7 +608,7 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
 
 
 @op(method=False, cost=_pool_cost, grad={
-    "grad_output": "adaptive_avg_pool2d(g, grad_output_shape[-2:])"})
+    "grad_output": "adaptive_avg_pool2d(g, grad_output_shape[-2:])"}, jvp="auto_linear")
 def _adaptive_avg_pool2d_backward(grad_output: Tensor, input_shape: Sequence[int]) -> Tensor:
     g, batched = _add_batch(grad_output, 2, "adaptive_avg_pool2d backward")
     shape = tuple(input_shape) if batched else (1, *input_shape)
@@ -618,7 +631,8 @@ def _adaptive_input(op_name: str, input: Any) -> tuple[Tensor, bool]:
     return _add_batch(input, 2, op_name)
 
 
-@op(method=False, cost=_pool_cost, grad={"input": "_max_pool2d_backward(g, indices, input_shape)"})
+@op(method=False, cost=_pool_cost, grad={"input": "_max_pool2d_backward(g, indices, input_shape)"},
+    jvp="max_pool_jvp(input_t, indices)")
 def _adaptive_max_pool2d(input: Tensor, indices: Tensor, output_size: Any) -> Tensor:
     """Adaptive max pooling that also fills the caller's ``indices`` buffer."""
     x, batched = _adaptive_input("adaptive_max_pool2d", input)

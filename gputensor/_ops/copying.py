@@ -16,7 +16,7 @@ from ._core import broadcast_shapes, empty, op, tensor_method
 from ._overlap import check_overlap
 
 
-@op("_to_copy", method=False, grad={"t": "g.to(t_device)"})
+@op("_to_copy", method=False, grad={"t": "g.to(t_device)"}, jvp="auto_linear")
 def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
     """A contiguous copy of ``t`` with dtype ``dt`` on ``dev``, through the copy table."""
     src = t.contiguous()
@@ -43,7 +43,7 @@ def convert_with_format(t: Tensor, dt: D.dtype, dev: Device, copy: bool,
     return convert(t.permute(order), dt, dev).permute(back)
 
 
-@op(method=True, grad={"input": "g"})
+@op(method=True, grad={"input": "g"}, jvp="auto_linear")
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:
     """A copy of ``input`` with its own storage, laid out in ``memory_format``: by default
     (preserve_format, as PyTorch) with the strides of a dense input, else row-major."""

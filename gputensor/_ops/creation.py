@@ -18,7 +18,7 @@ from gputensor.storage.untyped import UntypedStorage
 
 from ._core import empty as alloc
 from ._core import op, resolve_device, tensor_method
-from ._scalar_range import check_creation_data
+from ._scalar_range import check_creation_data, checked_fill_value
 from .copying import convert
 
 
@@ -68,7 +68,7 @@ def _infer_from_python(data: Any, allow_big_ints: bool = False) -> tuple[np.ndar
     return arr, D.from_numpy_dtype(arr.dtype)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor copying ``data`` (nested lists, numbers, arrays or tensors)."""
@@ -106,7 +106,7 @@ class _ArrayExtent:
                                     "shape": (nbytes,), "typestr": "|u1", "version": 3}
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def from_numpy(ndarray: np.ndarray) -> Tensor:
     """A CPU tensor sharing memory with ``ndarray`` (no copy)."""
     if not isinstance(ndarray, np.ndarray):
@@ -149,19 +149,19 @@ def _filled(size: tuple, value: Any, dtype: Any, device: Any, requires_grad: boo
     return _finish(t, requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, layout: Any = None) -> Tensor:
     return _filled(size, 0, dtype, device, requires_grad, out)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          out: Tensor | None = None, layout: Any = None) -> Tensor:
     return _filled(size, 1, dtype, device, requires_grad, out)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, out: Tensor | None = None, layout: Any = None) -> Tensor:
     if dtype is None:
@@ -171,7 +171,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
                    requires_grad, out)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           out: Tensor | None = None, layout: Any = None, pin_memory: bool = False,
           memory_format: Any = None) -> Tensor:
@@ -187,7 +187,7 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
                    requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def empty_strided(size: Any, stride: Any, *, dtype: Any = None, device: Any = None,
                   requires_grad: bool = False) -> Tensor:
     """An uninitialised tensor with the given strides over storage that just holds it."""
@@ -233,7 +233,7 @@ for _name, _fill in (("zeros_like", 0), ("ones_like", 1), ("empty_like", None),
     _like(_name, _fill)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = None,
            device: Any = None, requires_grad: bool = False,
            out: Tensor | None = None) -> Tensor:
@@ -263,31 +263,80 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     return _finish(t if out is None else out.resize_(t.shape).copy_(t), requires_grad)
 
 
-@op(method=False, differentiable=False)
+_INTEGER_DTYPES = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+
+
+def _range_dtype(name: str, dtype: Any, *ends: Any) -> D.dtype:
+    """The given dtype, else the default one (its complex form for a complex end)."""
+    dt = D.get_default_dtype()
+    if any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in ends):
+        inferred = D.complex128 if dt is D.float64 else D.complex64
+        if dtype is not None and not D.to_dtype(dtype).is_complex:
+            raise RuntimeError(f"gputensor.{name}(): inferred dtype c10::complex<"
+                               f"{'double' if dt is D.float64 else 'float'}> can't be safely "
+                               f"cast to passed dtype {D.to_dtype(dtype).legacy_name}")
+        dt = inferred
+    return dt if dtype is None else D.to_dtype(dtype)
+
+
+def _range_end(v: Any, dt: D.dtype) -> Any:
+    """An end of a range as PyTorch's kernels read it: converted to the result dtype like a
+    fill value (checked; a negative integer wraps into an unsigned dtype), a NumPy scalar
+    (float64 for an integer dtype, whose kernels step in double)."""
+    v = checked_fill_value(v.item() if isinstance(v, Tensor) else v, dt)
+    if dt in _INTEGER_DTYPES:
+        return np.float64(np.array(int(v)).astype(dt.np_dtype))
+    return dt.np_dtype.type(v)
+
+
+def _from_both_ends(first: Any, last: Any, step: Any, steps: int) -> np.ndarray:
+    """PyTorch's symmetric ramp: the first half counts up from ``first``, the second half down
+    from ``last``, so both ends are exact (and an infinite step gives NaN, as there)."""
+    i = np.arange(steps).astype(np.asarray(step).dtype)
+    with np.errstate(all="ignore"):
+        return np.where(np.arange(steps) < steps // 2, first + step * i,
+                        last - step * (steps - 1 - i))
+
+
+@op(method=False, differentiable=False, vmap_exempt=True)
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
     if steps < 0:
         raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    dt = _dtype_or_default(dtype)
-    # one step is ``start`` whatever ``end`` is (NumPy computes start + 0 * (end - start): NaN
-    # for an infinite end)
-    arr = np.array([float(start)]) if steps == 1 else \
-        np.linspace(float(start), float(end), steps, dtype=np.float64)
+    dt = _range_dtype("linspace", dtype, start, end)
+    if steps <= 1:      # ``start`` whatever ``end`` is
+        arr = np.array([_range_end(start, dt) for _ in range(steps)], dtype=np.float64 if dt in
+                       _INTEGER_DTYPES else dt.np_dtype)
+    else:   # in the result dtype; integer results step in double and truncate
+        first, last = _range_end(start, dt), _range_end(end, dt)
+        arr = _from_both_ends(first, last, (last - first) / first.dtype.type(steps - 1), steps)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
     if steps < 0:
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
-    dt = _dtype_or_default(dtype)
-    arr = np.array([float(base) ** float(start)]) if steps == 1 else \
-        np.logspace(float(start), float(end), steps, base=base, dtype=np.float64)
+    dt = _range_dtype("logspace", dtype, start, end)
+    if dt.is_complex:
+        arr = np.array([complex(base) ** complex(start)] * steps) if steps <= 1 else \
+            np.logspace(complex(start), complex(end), steps, base=base)
+    elif steps <= 1:    # PyTorch fills base ** start, checked like a fill value
+        with np.errstate(all="ignore"):
+            value = np.power(np.float64(base), np.float64(start))
+        arr = np.array([checked_fill_value(float(value), dt) for _ in range(steps)],
+                       dtype=np.float64)
+    else:   # the exponents step in double from the ends as the result dtype holds them
+        first, last = _range_end(start, dt), _range_end(end, dt)
+        step = np.float64(last - first) / (steps - 1)
+        exps = _from_both_ends(np.float64(first), np.float64(last), step, steps)
+        with np.errstate(all="ignore"):
+            arr = np.power(np.float64(base), exps)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None,
         requires_grad: bool = False) -> Tensor:
     if n < 0 or (m is not None and m < 0):
@@ -338,14 +387,14 @@ def _triangle_indices(name: str, mask: Any, row: int, col: int, offset: int, dty
     return _host_to(np.stack([rows, cols]).astype(np.int64), dt, resolve_device(device))
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def tril_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """The (2, N) row and column indices of the lower triangle of a row x col matrix."""
     return _triangle_indices("tril_indices", np.tril_indices, row, col, offset, dtype, device)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype: Any = None, device: Any = None,
                  layout: Any = None) -> Tensor:
     """The (2, N) row and column indices of the upper triangle of a row x col matrix."""

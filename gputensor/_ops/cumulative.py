@@ -148,14 +148,15 @@ def _logcumsumexp_grad(g: Tensor, input: Tensor, out: Tensor, dim: int) -> Tenso
 
 
 @op(method=True, cost=memory_cost(25, "input"), grad={
-    "input": lambda g, input, out, dim: _logcumsumexp_grad(g, input, out, dim)})
+    "input": lambda g, input, out, dim: _logcumsumexp_grad(g, input, out, dim)},
+    jvp="logcumsumexp_jvp(input, input_t, out, dim)")
 def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, each step a stable logaddexp (a -inf input adds
     nothing; a NaN makes the rest of its slice NaN)."""
+    x = input.reshape(1) if input.dim() == 0 else input
+    d = normalize_dim(dim, x.dim())    # the dim before the dtype, as in PyTorch
     if not input.dtype.is_floating_point:
         raise _not_implemented(f"logcumsumexp_out_{input.device.type}", input)
-    x = input.reshape(1) if input.dim() == 0 else input
-    d = normalize_dim(dim, x.dim())
     # Half types accumulate in float32 (one rounding at the end, not one per round).
     work = x.float() if input.dtype.itemsize == 2 else x
     (result,) = _log_step_scan((work,), d, lambda e, lt: (gt.logaddexp(e[0], lt[0]),))

@@ -33,6 +33,7 @@ import gputensor as gt
 from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor
+from gputensor.func._batched import is_batched, physical
 from gputensor.kernels.registry import memory_cost
 
 from ._core import check_out, empty, kernel, op
@@ -90,6 +91,7 @@ def _run(name: str, A: Tensor, outs: Sequence[Tensor | None], ins: Sequence[Tens
 def info_codes(info: Tensor) -> list[tuple[int, int]]:
     """(batch index, code) of the first failed matrix, if any (one host read, as PyTorch's
     check does)."""
+    info = physical(info)   # under gt.func.vmap: every sample's info at once
     if info.numel() == 0:
         return []
     import numpy as np
@@ -103,7 +105,7 @@ def raise_for_info(info: Tensor, batched: bool, message: Any) -> None:
     failed = info_codes(info)
     if failed:
         i, code = failed[0]
-        prefix = f"(Batch element {i}): " if batched else ""
+        prefix = f"(Batch element {i}): " if batched or is_batched(info) else ""
         raise LinAlgError(message(code, prefix))
 
 
@@ -141,7 +143,7 @@ def _det_grad(g: Tensor, A: Tensor, out: Tensor) -> Tensor:
 
 
 @op("_linalg_det", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda g, A, out: _det_grad(g, A, out)})
+    grad={"A": lambda g, A, out: _det_grad(g, A, out)}, jvp="transpose")
 def _linalg_det(A: Tensor) -> Tensor:
     out = empty(_batch(A), A.dtype, A.device)
     _run("_linalg_det", A, (out,), (A,))
@@ -161,7 +163,7 @@ def _slogdet_grad(grads: list, A: Tensor, outs: tuple) -> Tensor:
 
 @op("_linalg_slogdet", method=False, cost=memory_cost(1, "A"),
     output_differentiable=(True, True),
-    grad={"A": lambda grads, A, outs: _slogdet_grad(grads, A, outs)})
+    grad={"A": lambda grads, A, outs: _slogdet_grad(grads, A, outs)}, jvp="transpose")
 def _linalg_slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
     sign = empty(_batch(A), A.dtype, A.device)
     logabs = empty(_batch(A), real_dtype(A.dtype), A.device)
@@ -171,7 +173,7 @@ def _linalg_slogdet(A: Tensor) -> tuple[Tensor, Tensor]:
 
 @op("_linalg_inv_ex", method=False, cost=memory_cost(1, "A"),
     output_differentiable=(True, False),
-    grad={"A": "-(out.mH @ g @ out.mH)"})
+    grad={"A": "-(out.mH @ g @ out.mH)"}, jvp="(-(out @ A_t @ out), None)")
 def _linalg_inv_ex(A: Tensor) -> tuple[Tensor, Tensor]:
     inv = empty(tuple(A.shape), A.dtype, A.device)
     info = empty(_batch(A), D.int32, A.device)
@@ -190,7 +192,8 @@ def _solve_grad(g: Tensor, A: Tensor, out: Tensor, left: bool, wrt_a: bool) -> T
 @op("_linalg_solve_ex", method=False, cost=memory_cost(1, "A"),
     output_differentiable=(True, False),
     grad={"A": lambda g, A, out, left: _solve_grad(g, A, out, left, True),
-          "B": lambda g, A, out, left: _solve_grad(g, A, out, left, False)})
+          "B": lambda g, A, out, left: _solve_grad(g, A, out, left, False)},
+    jvp="(_linalg_solve_ex(A, B_t - (A_t @ out if left else out @ A_t), left)[0], None)")
 def _linalg_solve_ex(A: Tensor, B: Tensor, left: bool = True) -> tuple[Tensor, Tensor]:
     """AX = B (left) or XA = B for a batch of matrices B whose batch dims broadcast with A's."""
     if not left:  # XA = B  <=>  A^T X^T = B^T
@@ -211,7 +214,6 @@ def lu_unpack_tensors(LU: Tensor, pivots: Tensor, unpack_data: bool = True,
     """(P, L, U) with A = P L U from getrf's packed factors and 1-based row swaps."""
     m, n = LU.shape[-2:]
     k = min(m, n)
-    batch = tuple(LU.shape[:-2])
     if unpack_data:
         eye = gt.eye(m, k, dtype=LU.dtype, device=LU.device)
         L = LU[..., :, :k].tril(-1) + eye
@@ -223,8 +225,9 @@ def lu_unpack_tensors(LU: Tensor, pivots: Tensor, unpack_data: bool = True,
         return gt.empty((0,), dtype=LU.dtype, device=LU.device), L, U
     with gt.no_grad():
         # perm[r]: the row of A that lands in row r of P^T A (the swaps applied in order)
-        perm = gt.arange(m, device=LU.device).expand(*batch, m).clone()
         swaps = pivots.to(D.int64) - 1
+        # built from the pivots, so that under gt.func.vmap it carries their batch
+        perm = swaps.sum(-1, keepdim=True) * 0 + gt.arange(m, device=LU.device)
         for i in range(pivots.shape[-1]):
             j = swaps[..., i:i + 1]
             here = perm[..., i:i + 1].clone()
@@ -253,7 +256,7 @@ def _lu_factor_grad(g: Tensor, outs: tuple) -> Tensor:
 
 @op("_linalg_lu_factor_ex", method=False, cost=memory_cost(1, "A"),
     output_differentiable=(True, False, False),
-    grad={"A": lambda g, outs: _lu_factor_grad(g, outs)})
+    grad={"A": lambda g, outs: _lu_factor_grad(g, outs)}, jvp="transpose")
 def _linalg_lu_factor_ex(A: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     m, n = A.shape[-2:]
     LU = empty(tuple(A.shape), A.dtype, A.device)
@@ -277,7 +280,7 @@ def _cholesky_grad(g: Tensor, out: Tensor, upper: bool) -> Tensor:
 
 @op("_linalg_cholesky_ex", method=False, cost=memory_cost(1, "A"),
     output_differentiable=(True, False),
-    grad={"A": lambda g, out, upper: _cholesky_grad(g, out, upper)})
+    grad={"A": lambda g, out, upper: _cholesky_grad(g, out, upper)}, jvp="transpose")
 def _linalg_cholesky_ex(A: Tensor, upper: bool = False) -> tuple[Tensor, Tensor]:
     L = empty(tuple(A.shape), A.dtype, A.device)
     info = empty(_batch(A), D.int32, A.device)
@@ -300,7 +303,7 @@ def _solve_triangular_grad(g: Tensor, A: Tensor, out: Tensor, upper: bool, left:
     grad={"A": lambda g, A, out, upper, left, unitriangular:
           _solve_triangular_grad(g, A, out, upper, left, unitriangular, True),
           "B": lambda g, A, out, upper, left, unitriangular:
-          _solve_triangular_grad(g, A, out, upper, left, unitriangular, False)})
+          _solve_triangular_grad(g, A, out, upper, left, unitriangular, False)}, jvp="transpose")
 def _linalg_solve_triangular(A: Tensor, B: Tensor, upper: bool, left: bool = True,
                              unitriangular: bool = False) -> Tensor:
     batch = gt.broadcast_shapes(_batch(A), _batch(B))
@@ -346,7 +349,8 @@ def eig_grad_core(gL: Tensor | None, gV: Tensor | None, L: Tensor, V: Tensor,
 
 
 @op("_linalg_eigh", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda grads, outs: eig_grad_core(grads[0], grads[1], outs[0], outs[1], True)})
+    grad={"A": lambda grads, outs: eig_grad_core(grads[0], grads[1], outs[0], outs[1], True)},
+    jvp="linalg_eigh_jvp(A, A_t, outs, UPLO, compute_v)")
 def _linalg_eigh(A: Tensor, UPLO: str = "L", compute_v: bool = True) -> tuple[Tensor, Tensor]:
     n = A.shape[-1]
     w = empty((*_batch(A), n), real_dtype(A.dtype), A.device)
@@ -358,7 +362,8 @@ def _linalg_eigh(A: Tensor, UPLO: str = "L", compute_v: bool = True) -> tuple[Te
 
 
 @op("_linalg_eig", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda grads, outs, A: _eig_grad(grads, outs, A)})
+    grad={"A": lambda grads, outs, A: _eig_grad(grads, outs, A)},
+    jvp="linalg_eig_jvp(A, A_t, outs, compute_v)")
 def _linalg_eig(A: Tensor, compute_v: bool = True) -> tuple[Tensor, Tensor]:
     n = A.shape[-1]
     cdt = A.dtype if A.is_complex() else D.promote_types(A.dtype, D.complex64)
@@ -439,7 +444,8 @@ def _svd_grad(grads: list, outs: tuple, full_matrices: bool) -> Tensor:
 
 
 @op("_linalg_svd", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda grads, outs, full_matrices: _svd_grad(grads, outs, full_matrices)})
+    grad={"A": lambda grads, outs, full_matrices: _svd_grad(grads, outs, full_matrices)},
+    jvp="linalg_svd_jvp(A, A_t, outs, full_matrices, compute_uv)")
 def _linalg_svd(A: Tensor, full_matrices: bool = False, compute_uv: bool = True
                 ) -> tuple[Tensor, Tensor, Tensor]:
     m, n = A.shape[-2:]
@@ -491,7 +497,7 @@ def _qr_grad_tall(gQ: Tensor, gR: Tensor, Q: Tensor, R: Tensor) -> Tensor:
 
 
 @op("_linalg_qr", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda grads, outs, mode: _qr_grad(grads, outs, mode)})
+    grad={"A": lambda grads, outs, mode: _qr_grad(grads, outs, mode)}, jvp="transpose")
 def _linalg_qr(A: Tensor, mode: str = "reduced") -> tuple[Tensor, Tensor]:
     m, n = A.shape[-2:]
     k = min(m, n)
@@ -520,7 +526,7 @@ def _matrix_exp_grad(g: Tensor, A: Tensor) -> Tensor:
 
 
 @op("_linalg_matrix_exp", method=False, cost=memory_cost(1, "A"),
-    grad={"A": lambda g, A: _matrix_exp_grad(g, A)})
+    grad={"A": lambda g, A: _matrix_exp_grad(g, A)}, jvp="transpose")
 def _linalg_matrix_exp(A: Tensor) -> Tensor:
     out = empty(tuple(A.shape), A.dtype, A.device)
     _run("_linalg_matrix_exp", A, (out,), (A,))

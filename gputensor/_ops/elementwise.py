@@ -17,8 +17,11 @@ from gputensor._device import CPU
 from gputensor._tensor import Tensor
 from gputensor.autograd.derivatives import Derivative, NoDerivative
 from gputensor.autograd.formulas import cj, masked
+from gputensor.autograd.forward_ad import _state as _fw_state
 from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.autograd.inplace import apply_inplace, needs_graph
+from gputensor.autograd.jvp import AUTO_ELEMENT_WISE, elementwise_jvp
+from gputensor.func._state import VMAP
 from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cache, memory_cost
 
 from . import _core
@@ -194,6 +197,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     fast_rules = _fast_rules(op)
     default_params = tuple(op.defaults.get(k) for k in op.params)
     kernels = kernel_cache()  # device type -> kernel; emptied when the profiler swaps tables
+    vmap = VMAP
     cached_kernel = kernels.get
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
@@ -226,17 +230,27 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             params = resolve_params(params, compute)
         result = empty(shape, out_dt, dev) if out is None and inplace is None else \
             _result(op, shape, out_dt, dev, out, inplace)
+        # An out= of another dtype takes the result rounded (or wrapped) to the result dtype
+        # first, as in PyTorch: compute into a temporary, then cast it over.
+        target = result if result._dtype is out_dt else empty(shape, out_dt, dev)
         if int_identity and compute.category <= D.INTEGRAL:
             # floor/ceil/... of an integer is the integer itself
-            BACKENDS[dev.type, "strided"].kernel("_copy")(result, inputs[:1], params, compute)
+            BACKENDS[dev.type, "strided"].kernel("_copy")(target, inputs[:1], params, compute)
         else:
-            (cached_kernel(dev.type) or load_kernel(dev.type))(result, inputs, params, compute)
+            (cached_kernel(dev.type) or load_kernel(dev.type))(target, inputs, params, compute)
+        if target is not result:
+            BACKENDS[dev.type, "strided"].kernel("_copy")(result, [target], (), out_dt)
         if result is not inplace and out is None:
             return result
         result._storage._version += 1
         return result
 
     def frontend(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if vmap.depth:   # gt.func.vmap: batched operands go to the elementwise batching rule
+            result = vmap.dispatch(op.name, frontend, args, kwargs if out is None else
+                                   {**kwargs, "out": out})
+            if result is not NotImplemented:
+                return result
         if kwargs or len(args) != arity:
             args, params = _bind_params(op, args, kwargs)
         else:
@@ -256,6 +270,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                                                                        rule[0])
                     if is_grad_enabled():
                         op.derivative.record(result, args, params)
+                    if _fw_state.active:
+                        elementwise_jvp(op, result, args, params)
                     return result
         result = compute_and_run(args, params, out, None)
         if is_grad_enabled():
@@ -264,9 +280,15 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                                    f"automatic differentiation, but one of the arguments "
                                    f"requires grad.")
             op.derivative.record(result, args, params)
+        if _fw_state.active:
+            elementwise_jvp(op, result, args, params)
         return result
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if vmap.depth:
+            result = vmap.dispatch(op.name + "_", inplace_fn, (self, *args), kwargs)
+            if result is not NotImplemented:
+                return result
         if refuses_complex_inplace and self._dtype.is_complex:
             raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
         if needs_graph(self, args, kwargs):
@@ -351,17 +373,19 @@ def _reads_self(op: OpDef, self: Tensor, args: tuple, kwargs: dict) -> bool:
 def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote",
                 params: tuple[str, ...] = (), method: bool = True, inplace: bool = True,
                 flops: int = 1, grad: tuple[str | None, ...] | None = None,
-                **rules: Any) -> OpDef:
+                jvp: Any = AUTO_ELEMENT_WISE, **rules: Any) -> OpDef:
     """Declare an elementwise op: its expression over inputs a, b, c and params, its dtype
-    rule, ``grad``, one derivative formula per input (None: not differentiable there), and
-    ``rules``, OpDef's typed elementwise fields (``no_bool``, ``defaults``, ...)."""
+    rule, ``grad``, one derivative formula per input (None: not differentiable there), ``jvp``,
+    its forward rule (gputensor.autograd.jvp; pointwise ops whose formulas are linear in ``g``
+    keep the default, the backward formulas reused with the tangent as ``g``), and ``rules``,
+    OpDef's typed elementwise fields (``no_bool``, ``defaults``, ...)."""
     op = OpDef(name=name, frontend=None, expr=expr, arity=arity, params=params,
                dtype_rule=dtype_rule, method=method, inplace=inplace, cost=memory_cost(flops),
                **rules)
     names = ("a", "b", "c")[:arity]
     if grad is not None:
         op.derivative = Derivative(name, dict(zip(names, grad, strict=True)), names + params,
-                                   defaults=op.defaults or None)
+                                   defaults=op.defaults or None, jvp=jvp)
         op.derivative.check_functions()
     else:
         op.derivative = NoDerivative(name)
@@ -424,7 +448,10 @@ elementwise("sign", "sign(a)", no_complex=True,
 # g orthogonal to sgn(z), over |z| (Re(conj(g) * sgn) written as a complex-dtype average).
 elementwise("sgn", "sign(a)",
             grad=("masked((g - out * (cj(g) * out + g * cj(out)) * 0.5) / a.abs(), a != 0) "
-                  "if a.is_complex() else g * 0",))
+                  "if a.is_complex() else g * 0",),
+            # the backward formula reads conj(g): not complex-linear, so no auto_element_wise
+            jvp="masked((a_t - out * (cj(out) * a_t).real) / a.abs(), a != 0) "
+                "if a.is_complex() else a_t * 0")
 elementwise("_square", "a * a", method=False, inplace=False,
             grad=("g * cj(a) * 2",))
 elementwise("_conj", "np.conj(a)", method=False, inplace=False,
@@ -432,7 +459,7 @@ elementwise("_conj", "np.conj(a)", method=False, inplace=False,
 elementwise("reciprocal", "truediv(1, a)", dtype_rule="float",
             grad=("-g * cj(out * out)",))
 elementwise("_clamp", "minimum(maximum(a, b), c)", T, method=False, inplace=False,
-            no_complex=True, no_bool=True,
+            no_complex=True,
             grad=("masked(g, (a >= b) & (a <= c))", "masked(g, (a < b) & (b <= c))",
                   "masked(g, (a > c) | (b > c))"))
 _PI = 3.141592653589793
@@ -483,7 +510,9 @@ def _nan_to_num_defaults(params: tuple, compute: D.dtype) -> tuple:
         info = D.finfo(compute)
         posinf = info.max if posinf is None else posinf
         neginf = info.min if neginf is None else neginf
-    return (nan, 0 if posinf is None else posinf, 0 if neginf is None else neginf)
+    # nan=None means the default 0.0, as in PyTorch
+    return (0.0 if nan is None else nan, 0 if posinf is None else posinf,
+            0 if neginf is None else neginf)
 
 
 elementwise("nan_to_num", "nan_to_num(a, nan, posinf, neginf)", params=("nan", "posinf",

@@ -56,18 +56,13 @@ def _bool_scalar(item: Any) -> bool | None:
     return None
 
 
-def _is_advanced(item: Any) -> bool:
-    return not (item is None or item is Ellipsis or isinstance(item, int | np.integer | slice)
-                or _bool_scalar(item) is not None)
-
-
 def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
     """Apply the basic part of ``index``; return the view and the advanced indices aligned to it.
 
-    A bool scalar adds a dim of size 1 (True) or 0 (False); next to other advanced indices it
-    is itself one (PyTorch's rule: the index [0] or [] of that new dim, broadcast with them)."""
+    A bool scalar adds a dim of size 1 and is an advanced index of it (PyTorch's rule: the
+    index [0] for True, [] for False, broadcast with the other advanced indices), so several
+    bools give one dim and x[True] is a copy, as in PyTorch."""
     items = _normalize(index)
-    bools_are_indices = any(_is_advanced(it) for it in items)
     n_ellipsis = sum(1 for it in items if it is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -90,15 +85,9 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
             stride.append(0)
             adv.append(None)
         elif _bool_scalar(it) is not None:
-            flag = _bool_scalar(it)
-            if bools_are_indices:
-                shape.append(1)
-                stride.append(0)
-                adv.append(_bool_index(flag, self.device))
-            else:  # x[True] adds a dim of size 1; x[False] one of size 0
-                shape.append(1 if flag else 0)
-                stride.append(0)
-                adv.append(None)
+            shape.append(1)
+            stride.append(0)
+            adv.append(_bool_index(_bool_scalar(it), self.device))
         elif isinstance(it, int | np.integer):
             size = self._shape[dim]
             i = int(it)
@@ -180,7 +169,8 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
 
 
 @tensor_method("__getitem__")
-@op("__getitem__", function=False, grad={"self": "_index_backward(g, self_shape, index)"})
+@op("__getitem__", function=False, grad={"self": "_index_backward(g, self_shape, index)"},
+    jvp="auto_linear")
 def getitem(self: Tensor, index: Any) -> Tensor:
     if isinstance(index, int) and not isinstance(index, bool) and self.dim():
         from .views import select
@@ -193,14 +183,19 @@ def getitem(self: Tensor, index: Any) -> Tensor:
 
 @tensor_method("__setitem__")
 def setitem(self: Tensor, index: Any, value: Any) -> None:
+    if isinstance(value, Tensor):
+        # PyTorch drops the value's leading 1-dims (x[0] = tensor([v]) fills a 0-d slot)
+        lead = next((k for k, s in enumerate(value._shape) if s != 1), value.dim())
+        if lead:
+            value = value.reshape(value._shape[lead:])
     if needs_graph(self, (value,), {}):
         apply_inplace(self, lambda: _setitem_functional(self, index, value))
         return
-    base, adv = _resolve(self, index)
     if not isinstance(value, Tensor):
         # a 16-bit float target takes the value as a double first (rounding to inf)
         value = checked_fill_value(value, D.float64 if self._dtype.itemsize == 2 and
                                    self._dtype.is_floating_point else self._dtype)
+    base, adv = _resolve(self, index)
     if all(a is None for a in adv):
         base.copy_(value)
         return
@@ -256,12 +251,13 @@ def index_put_(input: Tensor, indices: tuple, values: Any, accumulate: bool = Fa
 @op(inplace=False,
     grad={"input": "g if accumulate else index_put(g, indices, zeros((), dtype=g.dtype, "
                    "device=g.device))",
-          "values": "g[tuple(indices)]"})
+          "values": "g[tuple(indices)]"}, jvp="auto_linear")
 def index_put(input: Tensor, indices: tuple, values: Any, accumulate: bool = False) -> Tensor:
     return _index_put_into(input.clone(), indices, values, accumulate)
 
 
-@op(method=False, grad={"input": "_setitem_functional(g, index, 0.0)", "value": "g[index]"})
+@op(method=False, grad={"input": "_setitem_functional(g, index, 0.0)", "value": "g[index]"},
+    jvp="auto_linear")
 def _setitem_functional(input: Tensor, index: Any, value: Any) -> Tensor:
     """A copy of ``input`` with ``input[index] = value`` applied (setitem's autograd form)."""
     out = input.clone()
@@ -269,7 +265,7 @@ def _setitem_functional(input: Tensor, index: Any, value: Any) -> Tensor:
     return out
 
 
-@op(method=False, grad={"grad": "g[index]"})
+@op(method=False, grad={"grad": "g[index]"}, jvp="auto_linear")
 def _index_backward(grad: Tensor, shape: Any, index: Any) -> Tensor:
     """Zeros of ``shape`` with ``grad`` added at ``index`` (duplicates summed): getitem's
     gradient."""

@@ -213,7 +213,8 @@ def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
 
 # Derivatives: grad * conj(the other factor), transposed; the training path (mm, addmm, matmul
 # of 2-d operands) costs one product per input and no copies (BLAS reads the transposed views).
-@op(cost=gemm_cost(), grad={"input": "g.mm(cj(mat2).t())", "mat2": "cj(input).t().mm(g)"})
+@op(cost=gemm_cost(), grad={"input": "g.mm(cj(mat2).t())", "mat2": "cj(input).t().mm(g)"},
+    jvp="mm(input_t, mat2) + mm(input, mat2_t)")
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of an (n x k) and a (k x m) matrix."""
     _tensor_arg(input, "input", "mm", 1)
@@ -244,7 +245,8 @@ def _check_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, op_name: str) -> Non
 
 @op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
     grad={"input": "scale(g, cj(beta))", "mat1": "scale(g.mm(cj(mat2).t()), cj(alpha))",
-          "mat2": "scale(cj(mat1).t().mm(g), cj(alpha))"})
+          "mat2": "scale(cj(mat1).t().mm(g), cj(alpha))"},
+    jvp="scale(input_t, beta) + scale(mm(mat1_t, mat2) + mm(mat1, mat2_t), alpha)")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat1 @ mat2); input broadcasts to the product's shape."""
@@ -297,7 +299,8 @@ def _linear_cost(inputs: Sequence[Any], output: Any) -> tuple[int, int]:
 @op(method=False, cost=_linear_cost,
     grad={"input": "g.matmul(cj(weight))",
           "weight": lambda g, input: _linear_weight_grad(g, input),
-          "bias": "sum_to(g, bias_shape)"})
+          "bias": "sum_to(g, bias_shape)"},
+    jvp="linear(input_t, weight) + linear(input, weight_t, bias_t)")
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias`` over the last dim of ``input`` (nn.Linear's map): the bias
     add is fused into the product, and autograd records a single node."""
@@ -357,7 +360,8 @@ def _check_bmm(batch1: Tensor, batch2: Tensor, op_name: str, impl: str) -> None:
 
 
 @op(cost=gemm_cost(), grad={"input": "g.bmm(cj(mat2).transpose(1, 2))",
-                           "mat2": "cj(input).transpose(1, 2).bmm(g)"})
+                           "mat2": "cj(input).transpose(1, 2).bmm(g)"},
+    jvp="bmm(input_t, mat2) + bmm(input, mat2_t)")
 def bmm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Batched matrix product: (b x n x k) @ (b x k x m) -> (b x n x m)."""
     _tensor_arg(input, "input", "bmm", 1)
@@ -381,7 +385,8 @@ def _check_baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, op_name: str) 
 @op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
     grad={"input": "scale(g, cj(beta))",
           "batch1": "scale(g.bmm(cj(batch2).transpose(1, 2)), cj(alpha))",
-          "batch2": "scale(cj(batch1).transpose(1, 2).bmm(g), cj(alpha))"})
+          "batch2": "scale(cj(batch1).transpose(1, 2).bmm(g), cj(alpha))"},
+    jvp="scale(input_t, beta) + scale(bmm(batch1_t, batch2) + bmm(batch1, batch2_t), alpha)")
 def baddbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
             out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * bmm(batch1, batch2); input broadcasts to (b, n, m)."""
@@ -436,7 +441,9 @@ _ADDBMM_G = "g.unsqueeze(0).expand(batch1_shape[0], g.shape[0], g.shape[1])"
                                      contracted=lambda b: b._shape[0] * b._shape[2]),
     grad={"input": "scale(g, cj(beta))",
           "batch1": f"scale({_ADDBMM_G}.bmm(cj(batch2).transpose(1, 2)), cj(alpha))",
-          "batch2": f"scale(cj(batch1).transpose(1, 2).bmm({_ADDBMM_G}), cj(alpha))"})
+          "batch2": f"scale(cj(batch1).transpose(1, 2).bmm({_ADDBMM_G}), cj(alpha))"},
+    jvp=("scale(input_t, beta) + scale((bmm(batch1_t, batch2) + "
+         "bmm(batch1, batch2_t)).sum(0), alpha)"))
 def addbmm(input: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1,
            out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * sum_i batch1[i] @ batch2[i]; input broadcasts to (n, m)."""
@@ -486,7 +493,8 @@ def _mv(mat: Tensor, vec: Tensor, out: Tensor | None, op_name: str,
     return _gemm(res, (n, 1), mat, unsqueeze(vec, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost(), grad={"input": "outer(g, cj(vec))", "vec": "cj(input).t().mv(g)"})
+@op(cost=gemm_cost(), grad={"input": "outer(g, cj(vec))", "vec": "cj(input).t().mv(g)"},
+    jvp="mv(input_t, vec) + mv(input, vec_t)")
 def mv(input: Tensor, vec: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix-vector product: (n x k) @ (k,) -> (n,)."""
     _tensor_arg(input, "input", "mv", 1)
@@ -507,7 +515,8 @@ def _addmv_prepare(input: Tensor, mat: Tensor, vec: Tensor, beta: Any, alpha: An
 
 @op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
     grad={"input": "scale(g, cj(beta))", "mat": "scale(outer(g, cj(vec)), cj(alpha))",
-          "vec": "scale(cj(mat).t().mv(g), cj(alpha))"})
+          "vec": "scale(cj(mat).t().mv(g), cj(alpha))"},
+    jvp="scale(input_t, beta) + scale(mv(mat_t, vec) + mv(mat, vec_t), alpha)")
 def addmv(input: Tensor, mat: Tensor, vec: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:
     """beta * input + alpha * (mat @ vec); input broadcasts to (n,)."""
@@ -551,7 +560,8 @@ def _dot(a: Tensor, b: Tensor, out: Tensor | None, op_name: str) -> Tensor:
     return _gemm(res, (1, 1), unsqueeze(a, 0), unsqueeze(b, 1), bump=out is not None)
 
 
-@op(cost=gemm_cost(), grad={"input": "g * cj(tensor)", "tensor": "g * cj(input)"})
+@op(cost=gemm_cost(), grad={"input": "g * cj(tensor)", "tensor": "g * cj(input)"},
+    jvp="dot(input_t, tensor) + dot(input, tensor_t)")
 def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product of two 1-D tensors of one dtype (no conjugation)."""
     _tensor_arg(input, "input", "dot", 1)
@@ -559,7 +569,8 @@ def dot(input: Tensor, tensor: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _dot(input, tensor, out, "dot")
 
 
-@op(cost=gemm_cost(), grad={"input": "cj(g) * other", "other": "g * input"})
+@op(cost=gemm_cost(), grad={"input": "cj(g) * other", "other": "g * input"},
+    jvp="vdot(input_t, other) + vdot(input, other_t)")
 def vdot(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Inner product conjugating the first argument: sum(conj(input) * other)."""
     _tensor_arg(input, "input", "vdot", 1)
@@ -611,7 +622,8 @@ def _matmul_batched(a: Tensor, b: Tensor, out: Tensor | None) -> Tensor:
 
 
 @op(cost=gemm_cost(), grad={"input": lambda g, input, other: _matmul_grad_input(g, input, other),
-                           "other": lambda g, input, other: _matmul_grad_other(g, input, other)})
+                           "other": lambda g, input, other: _matmul_grad_other(g, input, other)},
+    jvp="matmul(input_t, other) + matmul(input, other_t)")
 def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
     batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
@@ -768,7 +780,8 @@ def _expand_contracted(t: Tensor, dims: list[int], sizes: list[int]) -> Tensor:
 
 @op(method=False, cost=contraction_cost,
     grad={"a": lambda g, a, b, dims: _tensordot_grad(g, a, b, dims, True),
-          "b": lambda g, a, b, dims: _tensordot_grad(g, a, b, dims, False)})
+          "b": lambda g, a, b, dims: _tensordot_grad(g, a, b, dims, False)},
+    jvp="tensordot(a_t, b, dims) + tensordot(a, b_t, dims)")
 def tensordot(a: Tensor, b: Tensor, dims: Any = 2, out: Tensor | None = None) -> Tensor:
     """Contract dims of a with dims of b: ``dims`` is an int (a's last n with b's first n) or a
     pair of lists. A size-1 contracted dim broadcasts against the other side, as in PyTorch."""
@@ -1075,7 +1088,8 @@ def einsum(*args: Any) -> Tensor:
 
 
 @op(method=False, cost=contraction_cost,
-    grad={"operands": lambda g, equation, operands: _einsum_grad(g, equation, operands)})
+    grad={"operands": lambda g, equation, operands: _einsum_grad(g, equation, operands)},
+    jvp="product_rule(lambda xs: _einsum(equation, xs), operands, operands_t)")
 def _einsum(equation: str, operands: list[Tensor]) -> Tensor:
     """einsum over a parsed argument list (the op that records, with operands as one list)."""
     prepared, in_terms, out_term, sizes, compute, _ = _einsum_plan(equation, operands)

@@ -138,7 +138,7 @@ def _bn_layout(x: Tensor) -> tuple[int, int, int]:
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_batch_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
                      "else None, out1, out2, eps)[:len(tensors)]"},
-                     cost=memory_cost(8, "input"))
+                     cost=memory_cost(8, "input"), jvp="batch_norm_jvp(tensors, tensors_t, outs)")
 def _batch_norm(tensors: list[Tensor], running_mean: Tensor | None, running_var: Tensor | None,
                 momentum: float, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     """Training-mode batch norm over dims (0, 2, ...) of ``tensors[0]`` with the optional
@@ -221,7 +221,8 @@ def _gn_layout(x: Tensor, groups: int) -> tuple[int, int]:
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_layer_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
                      "else None, out1, out2, normalized_ndim, eps)[:len(tensors)]"},
-                     cost=memory_cost(8, "input"))
+                     cost=memory_cost(8, "input"),
+    jvp="layer_norm_jvp(tensors, tensors_t, outs, normalized_ndim)")
 def _layer_norm(tensors: list[Tensor], normalized_ndim: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:
     """Normalise over the last ``normalized_ndim`` dims of ``tensors[0]``, then apply the
@@ -274,7 +275,8 @@ def _layer_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
 @op(method=False, output_differentiable=(True, False, False),
     grad={"tensors": "_group_norm_backward(g, tensors[0], tensors[1] if len(tensors) > 1 "
                      "else None, out1, out2, num_groups, eps)[:len(tensors)]"},
-                     cost=memory_cost(8, "input"))
+                     cost=memory_cost(8, "input"),
+    jvp="group_norm_jvp(tensors, tensors_t, outs, num_groups)")
 def _group_norm(tensors: list[Tensor], num_groups: int, eps: float
                 ) -> tuple[Tensor, Tensor, Tensor]:
     """Normalise x (N, C, *) over each group of C / num_groups channels (and all spatial
@@ -329,7 +331,8 @@ def _group_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
 @op(method=False,
     grad={"input": "_nll_loss_backward(g, input_shape, target, weight, reduction, ignore_index)",
           "weight": "not_implemented('nll_loss with respect to weight')"},
-          cost=memory_cost(2, "input"))
+          cost=memory_cost(2, "input"),
+    jvp="nll_loss_jvp(input_t, target, weight, reduction, ignore_index)")
 def _nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
               ignore_index: int) -> Tensor:
     """-weight[t] * input[n, t, ...] per item of log-probabilities ``input`` (N, C, ...) and
@@ -349,7 +352,7 @@ def _nll_layout(shape: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 @op(method=False, grad={"grad": "_nll_loss(g, target, weight, reduction, ignore_index)"},
-    cost=memory_cost(2, "input"))
+    cost=memory_cost(2, "input"), jvp="auto_linear")
 def _nll_loss_backward(grad: Tensor, input_shape: tuple[int, ...], target: Tensor,
                        weight: Tensor | None, reduction: int, ignore_index: int) -> Tensor:
     """The gradient of :func:`_nll_loss`: zeros but -weight[t] * grad at each target (divided
@@ -369,7 +372,8 @@ def _embedding_indices_in_range(indices: Tensor, rows: int) -> None:
 
 
 @op(method=False, grad={"weight": "_embedding_backward(g, indices, weight_shape[0], "
-                                  "padding_idx, scale_grad_by_freq)"}, cost=memory_cost(0, "input"))
+                                  "padding_idx, scale_grad_by_freq)"}, cost=memory_cost(0, "input"),
+    jvp="auto_linear")
 def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
                scale_grad_by_freq: bool = False) -> Tensor:
     """Rows of ``weight`` (V, D) at integer ``indices``: shape indices.shape + (D,).
@@ -385,7 +389,8 @@ def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
 @op(method=False, grad={"grad": "masked(_embedding(g, indices), (indices != padding_idx)"
                                 ".unsqueeze(-1)) if not scale_grad_by_freq else "
                                 "not_implemented('embedding double backward with "
-                                "scale_grad_by_freq')"}, cost=memory_cost(1, "input"))
+                                "scale_grad_by_freq')"}, cost=memory_cost(1, "input"),
+    jvp="auto_linear")
 def _embedding_backward(grad: Tensor, indices: Tensor, num_weights: int, padding_idx: int,
                         scale_grad_by_freq: bool) -> Tensor:
     """(num_weights, D) zeros plus the rows of ``grad`` added at ``indices`` (the

@@ -22,6 +22,8 @@ from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._random import MT19937, Generator, default_generator_for
 from gputensor._tensor import Tensor, new_shape
+from gputensor.autograd.forward_ad import _state as _fw_state
+from gputensor.autograd.jvp import fill_tangent
 from gputensor.kernels.registry import BACKENDS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op, resolve_device, tensor_method
@@ -67,6 +69,8 @@ def _sample_into(dest: Tensor, name: str, gen: Generator, *args: Any) -> Tensor:
     if k is not None:
         k(dest, gen, *args)
         dest._bump_version()
+        if _fw_state.active:   # forward AD: samples do not depend on the old values
+            fill_tangent(dest)
         return dest
     host = empty(dest._shape, dest._dtype, CPU)
     kernel(host, name)(host, gen, *_host_args(args))

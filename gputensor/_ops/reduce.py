@@ -106,7 +106,7 @@ def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
 
 # -- sums and products -------------------------------------------------------------------------
 @op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim)"},
-    cost=memory_cost(1, "input"))
+    cost=memory_cost(1, "input"), jvp="auto_linear")
 def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
         out: Tensor | None = None) -> Tensor:
     """Sum over ``dim`` (all dims by default); ints and bools sum in int64."""
@@ -114,7 +114,8 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
 
 
 @op(method=True, grad={"input": "masked(expand_reduced(g, input_shape, dim, keepdim), "
-                                 "~input.isnan())"}, cost=memory_cost(1, "input"))
+                                 "~input.isnan())"}, cost=memory_cost(1, "input"),
+    jvp="nansum(masked(input_t, ~input.isnan()), dim, keepdim, dtype=dtype)")
 def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
            out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero."""
@@ -136,7 +137,8 @@ def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: An
 
 
 @op(method=True, cost=memory_cost(1, "input"), grad={
-    "input": lambda g, input, out, dim, keepdim: _prod_grad(g, input, out, dim, keepdim)})
+    "input": lambda g, input, out, dim, keepdim: _prod_grad(g, input, out, dim, keepdim)},
+    jvp="prod_jvp(input, input_t, out, dim, keepdim)")
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Product over ``dim``; ints and bools multiply in int64."""
@@ -144,7 +146,8 @@ def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
 
 
 @op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) / "
-                                 "reduced_count(input_shape, dim)"}, cost=memory_cost(1, "input"))
+                                 "reduced_count(input_shape, dim)"}, cost=memory_cost(1, "input"),
+    jvp="auto_linear")
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Arithmetic mean; needs a floating/complex input or ``dtype``."""
@@ -163,16 +166,17 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
 # -- extrema -----------------------------------------------------------------------------------
 def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | None,
              full: bool) -> Tensor:
-    _no_complex(input, name)
     dims = _dims(input, dim)
-    _check_nonempty(input, dims, name, full)
+    _check_nonempty(input, dims, name, full)   # before the dtype, as in PyTorch
+    _no_complex(input, name)
     result, flat = _alloc(input, dims, keepdim, input.dtype)
     kernel(input, "amax" if name in ("amax", "max") else "amin")(flat, input, dims)
     return _deliver(result, out, name, exact_dtype=True)
 
 
 @op(method=True, cost=memory_cost(1, "input"), grad={
-    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)})
+    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)},
+    jvp="extreme_jvp(input, input_t, out, dim, keepdim)")
 def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Maximum over ``dim`` (all dims by default); NaN propagates."""
@@ -180,7 +184,8 @@ def amax(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
 
 
 @op(method=True, cost=memory_cost(1, "input"), grad={
-    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)})
+    "input": lambda g, input, out, dim, keepdim: _evenly(g, input, out, dim, keepdim)},
+    jvp="extreme_jvp(input, input_t, out, dim, keepdim)")
 def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
          out: Tensor | None = None) -> Tensor:
     """Minimum over ``dim`` (all dims by default); NaN propagates."""
@@ -190,17 +195,19 @@ def amin(input: Tensor, dim: Dims = (), keepdim: bool = False, *,
 def _arg_extreme(name: str, input: Tensor, dim: int | None, keepdim: bool, largest: bool,
                  with_values: bool) -> tuple[Tensor | None, Tensor]:
     """(values, int64 indices) of the extremum along ``dim``; None flattens the input."""
-    _no_complex(input, name)
     if dim is None or input.dim() == 0:
         if dim is not None:
             normalize_dim(dim, 0)
         dims = tuple(range(input.dim()))
-        _check_nonempty(input, (), name, full=True)
+        if input.numel() == 0:  # argmax/argmin (max/min without a dim reduce elsewhere)
+            raise IndexError(f"{name}(): Expected reduction dim to be specified for "
+                             f"input.numel() == 0.")
         kdim = None
     else:
         dims = (normalize_dim(dim, input.dim()),)
         _check_nonempty(input, dims, name, full=False)
         kdim = dims[0]
+    _no_complex(input, name)    # after the dim checks for max/min (argmax/argmin: before)
     indices, flat_i = _alloc(input, dims, keepdim, D.int64)
     values, flat_v = _alloc(input, dims, keepdim, input.dtype) if with_values else (None, None)
     kernel(input, "_arg_extreme")(flat_v, flat_i, input, kdim, largest)
@@ -235,7 +242,9 @@ def _select_grads(largest: bool) -> dict[str, Any]:
 
 
 @op(method=True, output_differentiable=(True, False), cost=memory_cost(1, "input"),
-    grad=_select_grads(largest=True))
+    grad=_select_grads(largest=True),
+    jvp="select_jvp(input, input_t, dim if other is None else other, dim_t if other is None "
+        "else other_t, out, out1, keepdim, True)")
 def max(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """max(input) -> the largest value; max(input, dim) -> (values, indices);
@@ -244,7 +253,9 @@ def max(input: Tensor, dim: Any = None, keepdim: bool = False,
 
 
 @op(method=True, output_differentiable=(True, False), cost=memory_cost(1, "input"),
-    grad=_select_grads(largest=False))
+    grad=_select_grads(largest=False),
+    jvp="select_jvp(input, input_t, dim if other is None else other, dim_t if other is None "
+        "else other_t, out, out1, keepdim, False)")
 def min(input: Tensor, dim: Any = None, keepdim: bool = False,
         other: Tensor | None = None, *, out: Any = None) -> Any:
     """min(input) -> the smallest value; min(input, dim) -> (values, indices);
@@ -266,6 +277,7 @@ def _argop(name: str, input: Tensor, dim: int | None, keepdim: bool,
            out: Tensor | None) -> Tensor:
     if input.dtype is D.bool:
         raise RuntimeError(f"{name}(): does not support bool input")
+    _no_complex(input, name)
     _, indices = _arg_extreme(name, input, dim, keepdim, name == "argmax", with_values=False)
     return _deliver(indices, out, name, exact_dtype=True)
 
@@ -287,17 +299,20 @@ def argmin(input: Tensor, dim: int | None = None, keepdim: bool = False, *,
 @op(method=True, cost=memory_cost(2, "input"), grad={
     "input": lambda grads, input, outs, dim, keepdim:
         _evenly(grads[0], input, outs[0], dim, keepdim)
-        + _evenly(grads[1], input, outs[1], dim, keepdim)})
+        + _evenly(grads[1], input, outs[1], dim, keepdim)},
+    jvp="aminmax_jvp(input, input_t, outs, dim, keepdim)")
 def aminmax(input: Tensor, *, dim: int | None = None, keepdim: bool = False,
             out: Any = None) -> AminmaxResult:
     """(min, max) over ``dim`` (or the whole tensor) in one call."""
-    _no_complex(input, "aminmax")
     dims = _dims(input, dim) if dim is None else (normalize_dim(dim, input.dim()),)
     if input.dim() == 0:
         dims = ()
-    if input.numel() == 0 and (dim is None or builtins.any(input._shape[d] == 0 for d in dims)):
+    if input.numel() == 0 and dim is None:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
+    if dims and input._shape[dims[0]] == 0 and dim is not None:
+        raise IndexError(f"aminmax: Expected reduction dim {dims[0]} to have non-zero size.")
+    _no_complex(input, "aminmax")
     lo, lo_flat = _alloc(input, dims, keepdim, input.dtype)
     hi, hi_flat = _alloc(input, dims, keepdim, input.dtype)
     kernel(input, "amin")(lo_flat, input, dims)
@@ -331,10 +346,31 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
                       f"less than the reduction factor (input numel divided by output numel).",
                       stacklevel=3)
+    if input.dtype.is_complex:
+        return _complex_moments(input, dims, keepdim, corr, with_mean, take_sqrt)
     var_t, var_flat = _alloc(input, dims, keepdim, input.dtype.to_real())
     mean_t, mean_flat = _alloc(input, dims, keepdim, input.dtype) if with_mean else (None, None)
     kernel(input, "_var_mean")(var_flat, mean_flat, input, dims, corr, take_sqrt)
     return var_t, mean_t
+
+
+def _complex_moments(input: Tensor, dims: tuple[int, ...], keepdim: bool, corr: float,
+                     with_mean: bool, take_sqrt: bool) -> tuple[Tensor, Tensor | None]:
+    """PyTorch's moments of complex values: the variances of the real and imaginary parts
+    add up and the mean pairs the parts' means, so an infinite real part leaves the
+    imaginary mean finite (a complex division would make it NaN)."""
+    from .complex_views import complex as complex_from_parts
+    real_dt = input.dtype.to_real()
+    moments = []
+    for part in (input.real, input.imag):
+        v, v_flat = _alloc(input, dims, keepdim, real_dt)
+        m, m_flat = _alloc(input, dims, keepdim, real_dt) if with_mean else (None, None)
+        kernel(input, "_var_mean")(v_flat, m_flat, part, dims, corr, False)
+        moments.append((v, m))
+    (var_re, mean_re), (var_im, mean_im) = moments
+    var = var_re + var_im
+    return (var.sqrt() if take_sqrt else var), \
+        (complex_from_parts(mean_re, mean_im) if with_mean else None)
 
 
 def _moments_grad_of(std: bool) -> Any:
@@ -343,7 +379,8 @@ def _moments_grad_of(std: bool) -> Any:
         grads, input, outs, dim, unbiased, keepdim, correction, std)
 
 
-@op(method=True, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"))
+@op(method=True, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"),
+    jvp="moments_jvp(input, input_t, outs, dim, unbiased, keepdim, correction, False)")
 def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Variance over ``dim`` with Bessel's ``correction`` (1 by default; unbiased=False -> 0)."""
@@ -351,7 +388,8 @@ def var(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(v, out, "var")
 
 
-@op(method=True, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"))
+@op(method=True, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"),
+    jvp="moments_jvp(input, input_t, outs, dim, unbiased, keepdim, correction, True)")
 def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: bool = False,
         *, correction: float | None = None, out: Tensor | None = None) -> Tensor:
     """Standard deviation over ``dim`` (see var)."""
@@ -359,7 +397,8 @@ def std(input: Tensor, dim: Any = None, unbiased: bool | None = None, keepdim: b
     return _deliver(s, out, "std")
 
 
-@op(method=False, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"))
+@op(method=False, grad={"input": _moments_grad_of(False)}, cost=memory_cost(3, "input"),
+    jvp="moments_jvp(input, input_t, outs, dim, unbiased, keepdim, correction, False)")
 def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -367,7 +406,8 @@ def var_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
     return _moments("var_mean", input, dim, unbiased, keepdim, correction, True, False)
 
 
-@op(method=False, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"))
+@op(method=False, grad={"input": _moments_grad_of(True)}, cost=memory_cost(3, "input"),
+    jvp="moments_jvp(input, input_t, outs, dim, unbiased, keepdim, correction, True)")
 def std_mean(input: Tensor, dim: Any = None, unbiased: bool | None = None,
              keepdim: bool = False, *, correction: float | None = None
              ) -> tuple[Tensor, Tensor]:
@@ -389,7 +429,8 @@ def _norm_order(p: Any) -> float:
 
 @op(method=True, cost=memory_cost(2, "input"), grad={
     "input": lambda g, input, p, dim, keepdim, dtype, out:
-        _norm_grad(g, input, p, dim, keepdim, dtype, out)})
+        _norm_grad(g, input, p, dim, keepdim, dtype, out)},
+    jvp="norm_jvp(input, input_t, p, dim, keepdim, dtype, out)")
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
@@ -420,19 +461,32 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     return _deliver(result, out, "norm")
 
 
-@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) * (input - "
-                                 "unsqueeze_like(out, input_shape, dim, keepdim)).exp()"},
-                                 cost=memory_cost(4, "input"))
+@op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) * cj((input - "
+                                 "unsqueeze_like(out, input_shape, dim, keepdim)).exp())"},
+                                 cost=memory_cost(4, "input"),
+    jvp="(input_t * (input - unsqueeze_like(out, input_shape, dim, keepdim)).exp())"
+        ".sum(dim, keepdim)")
 def logsumexp(input: Tensor, dim: Dims, keepdim: bool = False, *,
               out: Tensor | None = None) -> Tensor:
     """log(sum(exp(input))) over ``dim``, computed stably (shifted by the max)."""
     if input.dtype.is_complex:
-        raise RuntimeError("logsumexp(): complex inputs are not supported")
+        return _deliver(_complex_logsumexp(input, _dims(input, dim), keepdim), out, "logsumexp")
     x = input if input.dtype.is_floating_point else input.to(D.get_default_dtype())
     dims = _dims(x, dim)
     result, flat = _alloc(x, dims, keepdim, x.dtype)
     kernel(x, "logsumexp")(flat, x, dims)
     return _deliver(result, out, "logsumexp")
+
+
+def _complex_logsumexp(x: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    """PyTorch's complex logsumexp: shifted by the largest real part (by 0 where that is
+    infinite), log(sum(exp(x - shift))) + shift."""
+    if x.numel() == 0:
+        return x.exp().sum(dims, keepdim=keepdim).log()
+    shift = amax(x.real, dims, keepdim=True)
+    shift = shift.masked_fill(shift.abs() == math.inf, 0)
+    result = (x - shift).exp().sum(dims, keepdim=True).log() + shift
+    return result if keepdim else result.reshape(_shape(x._shape, dims, False))
 
 
 # -- logical -----------------------------------------------------------------------------------
@@ -487,20 +541,21 @@ def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None,
     return _deliver(result, out, name)
 
 
-@op(method=True, grad={"input": "_reverse_cumsum(g, dim)"}, cost=memory_cost(1, "input"))
+@op(method=True, grad={"input": "_reverse_cumsum(g, dim)"}, cost=memory_cost(1, "input"),
+    jvp="auto_linear")
 def cumsum(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running sum along ``dim`` (ints and bools in int64, floats accumulated in float64)."""
     return _scan("cumsum", input, dim, dtype, out)
 
 
 @op(method=True, grad={"input": lambda g, input, out, dim: _cumprod_grad(g, input, out, dim)},
-    cost=memory_cost(1, "input"))
+    cost=memory_cost(1, "input"), jvp="cumprod_jvp(input, input_t, out, dim)")
 def cumprod(input: Tensor, dim: int, *, dtype: Any = None, out: Tensor | None = None) -> Tensor:
     """Running product along ``dim``."""
     return _scan("cumprod", input, dim, dtype, out)
 
 
-@op(method=False, grad={"input": "cumsum(g, dim)"})
+@op(method=False, grad={"input": "cumsum(g, dim)"}, jvp="auto_linear")
 def _reverse_cumsum(input: Tensor, dim: int) -> Tensor:
     """Sum of the elements at and after each position along ``dim`` (cumsum's gradient)."""
     return _scan("_reverse_cumsum", input, dim, None, None, reverse=True)
@@ -513,11 +568,11 @@ def _softmax_dim(ndim: int) -> int:
 
 
 def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -> Tensor:
+    d = normalize_dim(_softmax_dim(input.dim()) if dim is None else dim, input.dim())
     x = input if dtype is None else input.to(D.to_dtype(dtype))
     if not x.dtype.is_floating_point:
         raise RuntimeError(f"{name}(): not implemented for '{x.dtype.legacy_name}' tensors "
                            f"(pass a floating point input or dtype=)")
-    d = normalize_dim(_softmax_dim(x.dim()) if dim is None else dim, x.dim())
     result = empty(x._shape, x.dtype, x.device)
     kernel(x, "softmax")(result, x, d, log)
     return result
@@ -525,7 +580,8 @@ def _softmax(name: str, input: Tensor, dim: int | None, dtype: Any, log: bool) -
 
 @op(method=True, cost=memory_cost(5, "input"), grad={
     "input": lambda g, out, dim, input_shape:
-        _softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))})
+        _softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))},
+    jvp="softmax_jvp(input_t, out, dim)")
 def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """exp(x) / sum(exp(x)) along ``dim``, shifted by the max so it never overflows."""
     return _softmax("softmax", input, dim, dtype, log=False)
@@ -533,7 +589,8 @@ def softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
 
 @op(method=True, cost=memory_cost(5, "input"), grad={
     "input": lambda g, out, dim, input_shape:
-        _log_softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))})
+        _log_softmax_backward(g, out, _softmax_dim_of(dim, len(input_shape)))},
+    jvp="log_softmax_jvp(input_t, out, dim)")
 def log_softmax(input: Tensor, dim: int | None = None, dtype: Any = None) -> Tensor:
     """x - logsumexp(x) along ``dim``."""
     return _softmax("log_softmax", input, dim, dtype, log=True)
@@ -560,7 +617,8 @@ def _softmax_grad_op(name: str, grad: Tensor, output: Tensor, dim: int, log: boo
 @op(method=False, grad={
     "grad": "_softmax_backward(g, output, dim)",
     "output": "g * (grad - (grad * output).sum(dim, keepdim=True)) "
-              "- grad * (g * output).sum(dim, keepdim=True)"}, cost=memory_cost(4))
+              "- grad * (g * output).sum(dim, keepdim=True)"}, cost=memory_cost(4),
+    jvp="softmax_backward_jvp(grad, grad_t, output, output_t, dim)")
 def _softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """output * (grad - sum(grad * output, dim)): the gradient of softmax's input."""
     return _softmax_grad_op("_softmax_backward", grad, output, dim, log=False)
@@ -568,7 +626,8 @@ def _softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
 
 @op(method=False, grad={
     "grad": "g - (g * output.exp()).sum(dim, keepdim=True)",
-    "output": "-g * output.exp() * grad.sum(dim, keepdim=True)"}, cost=memory_cost(4))
+    "output": "-g * output.exp() * grad.sum(dim, keepdim=True)"}, cost=memory_cost(4),
+    jvp="log_softmax_backward_jvp(grad, grad_t, output, output_t, dim)")
 def _log_softmax_backward(grad: Tensor, output: Tensor, dim: int) -> Tensor:
     """grad - exp(output) * sum(grad, dim): the gradient of log_softmax's input."""
     return _softmax_grad_op("_log_softmax_backward", grad, output, dim, log=True)

@@ -46,12 +46,12 @@ _REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
 def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | None,
                    op_name: str) -> int:
     """Validate a scatter into ``self``; returns the normalized dim."""
+    d = normalize_dim(dim, self.dim())     # the dim first, as in PyTorch
     _check_tensor(index, "index", op_name)
     _check_index_dtype(index, f"{op_name}(): Expected dtype int32/int64 for index")
     if src is not None and src.dtype is not self.dtype:
         raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype")
     common_device(self, index, src, op_name=op_name)
-    d = normalize_dim(dim, self.dim())
     if index.numel() == 0:
         return d
     nd = max(self.dim(), 1)
@@ -67,7 +67,7 @@ def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | None,
                 else ""
             raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
                                f"{list(self._shape)} apart from dimension {d}{extra}")
-    _check_bounds(index, sshape[d], d)
+    _check_bounds(index, sshape[d], d, error=RuntimeError)
     return d
 
 
@@ -106,7 +106,9 @@ _SCATTER_NO_REDUCE = "not_implemented('scatter with reduce') if reduce is not No
 
 @op(inplace=True, inplace_fn=scatter_,
     grad={"input": _SCATTER_NO_REDUCE + "g.scatter(dim, index, 0.0)",
-          "src": _SCATTER_NO_REDUCE + "_gather_to(g, dim, index, src_shape)"})
+          "src": _SCATTER_NO_REDUCE + "_gather_to(g, dim, index, src_shape)"},
+    jvp="input_t.scatter(dim, index, 0.0 if src is None else src_t) if reduce is None else "
+        "not_implemented('scatter with reduce')")
 def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
             reduce: str | None = None) -> Tensor:
     """Write ``src`` (a tensor or a number) into a copy of input at ``index`` along ``dim``."""
@@ -133,7 +135,7 @@ def scatter_add_(self: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
 
 
 @op(inplace=True, inplace_fn=scatter_add_,
-    grad={"input": "g", "src": "_gather_to(g, dim, index, src_shape)"})
+    grad={"input": "g", "src": "_gather_to(g, dim, index, src_shape)"}, jvp="auto_linear")
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """Add ``src`` into a copy of input at ``index`` along ``dim`` (duplicates accumulate)."""
     return _scatter_reduce(input, dim, index, src, "sum", True, False, "scatter_add")
@@ -153,7 +155,7 @@ def scatter_reduce_(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     grad={"input": "g if reduce == 'sum' and include_self else _scatter_reduce_backward(g, "
                    "input, dim, index, src, reduce, include_self, out, True)",
           "src": "_scatter_reduce_backward(g, input, dim, index, src, reduce, include_self, "
-                 "out, False)"})
+                 "out, False)"}, jvp="transpose")
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                    include_self: bool = True) -> Tensor:
     """Reduce ``src`` into input at ``index`` with sum, prod, mean, amax or amin."""
@@ -252,6 +254,26 @@ def _check_source_slices(self: Tensor, d: int, source: Tensor, message: str) -> 
         raise RuntimeError(message)
 
 
+def check_index_source(op_name: str, self: Tensor, d: int, index: Tensor,
+                       source: Tensor) -> None:
+    """index_add_/index_reduce_'s checks of the source against the index count and self's
+    slices, in PyTorch's order (a 0-d source with other than one index: the dim error of
+    source.size(dim))."""
+    if d and d >= source.dim():
+        raise RuntimeError(f"{op_name}(): Indexing dim {d} is out of bounds of the source tensor "
+                           f"with dim {source.dim()}")
+    if index.numel() != 1 and not source.dim():
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
+    if index.numel() != _dim_size(source, d):
+        raise RuntimeError(f"{op_name}(): Number of indices ({index.numel()}) should be equal "
+                           f"to source.size(dim): ({_dim_size(source, d)}), for dim: {d}")
+    if self.dim() != source.dim() or any(a != b for k, (a, b) in enumerate(
+            zip(self._shape, source._shape, strict=True)) if k != d):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(self._shape)} "
+                           f"source.shape = {list(source._shape)}")
+
+
 def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any,
                inplace: bool) -> Tensor:
     _check_tensor(index, "index", "index_add_")
@@ -266,12 +288,7 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
                            f"({source.dtype.legacy_name}) must have the same scalar type")
     common_device(self, index, source, op_name="index_add_")
     d = normalize_dim(dim, self.dim())
-    _check_source_slices(self, d, source, f"source tensor shape must match self tensor shape, "
-                         f"excluding the specified dimension. Got self.shape = "
-                         f"{list(self._shape)} source.shape = {list(source._shape)}")
-    if index.numel() != _dim_size(source, d):
-        raise RuntimeError(f"index_add_(): Number of indices ({index.numel()}) should be equal "
-                           f"to source.size(dim): ({_dim_size(source, d)}), for dim: {d}")
+    check_index_source("index_add_", self, d, index, source)
     _check_bounds(index, _dim_size(self, d), d, prefix="index_add_(): ")
     target = self if inplace else clone(self)
     if index.numel():
@@ -288,7 +305,8 @@ def index_add_(self: Tensor, dim: int, index: Tensor, source: Tensor, *,
 
 @op(inplace=True, inplace_fn=index_add_,
     grad={"input": "g",
-          "source": "scale(g.index_select(dim, index), alpha).reshape(source_shape)"})
+          "source": "scale(g.index_select(dim, index), alpha).reshape(source_shape)"},
+    jvp="auto_linear")
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1,
               out: Tensor | None = None) -> Tensor:
     """input with ``alpha * source`` added at ``index`` along ``dim`` (duplicates accumulate)."""
@@ -304,6 +322,9 @@ def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: 
     if index.dim() > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{index.dim()})")
+    if not source.dim() and index.numel() != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {index.numel()})")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but "
                            f"got (self) {self.dtype.legacy_name} and (source) "
@@ -335,7 +356,7 @@ def index_copy_(self: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor
 
 @op(inplace=True, inplace_fn=index_copy_,
     grad={"input": "g.index_fill(dim, index, 0)",
-          "source": "g.index_select(dim, index).reshape(source_shape)"})
+          "source": "g.index_select(dim, index).reshape(source_shape)"}, jvp="auto_linear")
 def index_copy(input: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     """input with the slices at ``index`` along ``dim`` replaced by those of ``source``."""
     return _index_copy(input, dim, index, source, False)
@@ -372,7 +393,7 @@ def index_fill_(self: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
 # once, however often or in whichever sign convention the index names it).
 @op(inplace=True, inplace_fn=index_fill_,
     grad={"input": "g.index_fill(dim, index, 0)",
-          "value": "(g - g.index_fill(dim, index, 0)).sum()"})
+          "value": "(g - g.index_fill(dim, index, 0)).sum()"}, jvp="auto_linear")
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """input with the slices at ``index`` along ``dim`` set to ``value`` (negatives wrap)."""
     return _index_fill(input, dim, index, value, False)
@@ -410,7 +431,7 @@ def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 @op(inplace=True, inplace_fn=masked_fill_,
-    grad={"input": "g.masked_fill(mask, 0)", "value": "masked(g, mask).sum()"})
+    grad={"input": "g.masked_fill(mask, 0)", "value": "masked(g, mask).sum()"}, jvp="auto_linear")
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
     """input (broadcast with mask) with ``value`` wherever the boolean mask is True."""
     return _masked_fill(input, mask, value, False)
@@ -448,7 +469,7 @@ def masked_scatter_(self: Tensor, mask: Tensor, source: Tensor) -> Tensor:
 
 @op(inplace=True, inplace_fn=masked_scatter_,
     grad={"input": "g.masked_fill(mask, 0)",
-          "source": "_masked_scatter_source_grad(g, mask, source_shape)"})
+          "source": "_masked_scatter_source_grad(g, mask, source_shape)"}, jvp="auto_linear")
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """Copy consecutive elements of ``source`` into input wherever the mask is True."""
     return _masked_scatter(input, mask, source, False)

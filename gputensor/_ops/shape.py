@@ -20,6 +20,7 @@ from gputensor import _dtype as D
 from gputensor._compile.state import replayable_check
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor, normalize_dim, parse_size
+from gputensor.autograd.formulas import sum_to
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op, tensor_method
@@ -80,10 +81,12 @@ def _tensor_list(tensors: Any, op_name: str) -> list[Tensor]:
 
 
 def _dims_unique(dims: list[int], ndim: int) -> list[int]:
-    out = [normalize_dim(d, ndim) for d in dims]
-    for i, d in enumerate(out):
-        if d in out[:i]:
+    out: list[int] = []
+    for d in dims:  # one at a time, as PyTorch: a repeat raises before a later dim's range
+        d = normalize_dim(d, ndim)
+        if d in out:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
     return out
 
 
@@ -117,22 +120,24 @@ def _check_index_dtype(index: Tensor, message: str, *, long_only: bool = False,
 
 
 def _check_bounds(index: Tensor, size: int, dim: int, *, wrap: bool = False,
-                  prefix: str = "") -> bool:
-    """Raise IndexError unless every index lies in [0, size) ([-size, size) with ``wrap``).
+                  prefix: str = "", error: type[Exception] = IndexError) -> bool:
+    """Raise ``error`` unless every index lies in [0, size) ([-size, size) with ``wrap``);
+    gather/scatter raise RuntimeError there, as PyTorch's do.
 
     Returns whether any index is negative (wraps). A compiled function replays the check.
     """
     if index.numel() == 0:
         return False
-    return replayable_check(_bounds_outcome, index, size, dim, wrap, prefix)
+    return replayable_check(_bounds_outcome, index, size, dim, wrap, prefix, error)
 
 
-def _bounds_outcome(index: Tensor, size: int, dim: int, wrap: bool, prefix: str) -> bool:
+def _bounds_outcome(index: Tensor, size: int, dim: int, wrap: bool, prefix: str,
+                    error: type[Exception] = IndexError) -> bool:
     lo, hi = _minmax(index)
     if hi >= size or lo < (-size if wrap else 0):
         bad = hi if hi >= size else lo
-        raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {dim} with size "
-                         f"{size}")
+        raise error(f"{prefix}index {bad} is out of bounds for dimension {dim} with size "
+                    f"{size}")
     return lo < 0
 
 
@@ -202,7 +207,8 @@ def _bump(t: Tensor) -> Tensor:
 
 # == joining ===================================================================================
 @op(method=False, aliases=("concat", "concatenate"),
-    grad={"tensors": "_cat_backward(g, tensors_shape, dim if axis is None else axis)"})
+    grad={"tensors": "_cat_backward(g, tensors_shape, dim if axis is None else axis)"},
+    jvp="auto_linear")
 def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
         out: Tensor | None = None) -> Tensor:
     """Join tensors along an existing dim; 1-d empty tensors are skipped, as in PyTorch."""
@@ -260,7 +266,7 @@ def _cat_backward(grad: Tensor, shapes: list[tuple[int, ...]], dim: int) -> list
     return [_zeros((0,), grad.dtype, grad.device) if skip else next(pieces) for skip in skipped]
 
 
-@op(method=False, grad={"tensors": "unbind(g, dim)"})
+@op(method=False, grad={"tensors": "unbind(g, dim)"}, jvp="auto_linear")
 def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -> Tensor:
     """Join equally-shaped tensors along a new dim."""
     tensors = _tensor_list(tensors, "stack")
@@ -364,7 +370,7 @@ def _split_method(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, 
     return split(self, split_size, dim)
 
 
-@op(grad={"input": "cat(grads, dim)"})
+@op(grad={"input": "cat(grads, dim)"}, jvp="auto_linear")
 def split_with_sizes(input: Tensor, split_sizes: Any, dim: int = 0) -> tuple[Tensor, ...]:
     """Views of consecutive pieces with the given sizes (which must sum to the dim size)."""
     _need_dims(input, "split_with_sizes")
@@ -466,7 +472,7 @@ def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
 
 
 # == gathering ==================================================================================
-@op(grad={"input": "_index_select_backward(g, input_shape, dim, index)"})
+@op(grad={"input": "_index_select_backward(g, input_shape, dim, index)"}, jvp="auto_linear")
 def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entries of ``input`` at ``index`` (a vector, no negative values) along ``dim``."""
     _check_tensor(index, "index", "index_select")
@@ -476,8 +482,10 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None =
     dev = common_device(input, index, op_name="index_select")
     d = normalize_dim(dim, input.dim())
     if input.dim() == 0 and index.numel() != 1:
-        raise IndexError(f"index_select(): Index to scalar can have only 1 value, got "
-                         f"{index.numel()} value(s)")
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
+    if index.numel() and input.dim() > 1 and not input._shape[d]:   # PyTorch's n-d check
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     _check_bounds(index, _dim_size(input, d), d, prefix="index_select(): ")
     shape = input._shape[:d] + (index.numel(),) + input._shape[d + 1:] if input.dim() else ()
     if out is not None and out.dtype is not input.dtype:
@@ -488,7 +496,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None =
     return _written(result, out)
 
 
-@op(method=False, grad={"grad": "g.index_select(dim, index)"})
+@op(method=False, grad={"grad": "g.index_select(dim, index)"}, jvp="auto_linear")
 def _index_select_backward(grad: Tensor, shape: tuple[int, ...], dim: int,
                            index: Tensor) -> Tensor:
     """Zeros of ``shape`` with the slices of ``grad`` added at ``index`` along ``dim``
@@ -509,7 +517,7 @@ def _check_gather_shapes(input: Tensor, d: int, index: Tensor) -> None:
                                f"{list(input._shape)} apart from dimension {d}")
 
 
-@op(grad={"input": "_gather_backward(g, input_shape, dim, index)"})
+@op(grad={"input": "_gather_backward(g, input_shape, dim, index)"}, jvp="auto_linear")
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            out: Tensor | None = None) -> Tensor:
     """out[i][j][k] = input[index[i][j][k]][j][k] (for dim=0); the result has index's shape."""
@@ -519,14 +527,14 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     d = normalize_dim(dim, input.dim())
     if index.numel():
         _check_gather_shapes(input, d, index)
-        _check_bounds(index, _dim_size(input, d), d)
+        _check_bounds(index, _dim_size(input, d), d, error=RuntimeError)
     result = _alloc(out, index._shape, input.dtype, dev, "gather")
     if result.numel():
         kernel(result, "gather")(result, input, d, index)
     return _written(result, out)
 
 
-@op(method=False, grad={"grad": "g.gather(dim, index)"})
+@op(method=False, grad={"grad": "g.gather(dim, index)"}, jvp="auto_linear")
 def _gather_backward(grad: Tensor, shape: tuple[int, ...], dim: int, index: Tensor) -> Tensor:
     """Zeros of ``shape`` with ``grad`` added at ``index`` along ``dim`` (gather's gradient,
     and sort/topk/kthvalue's through their indices). The index was checked by the forward."""
@@ -537,7 +545,7 @@ def _gather_backward(grad: Tensor, shape: tuple[int, ...], dim: int, index: Tens
     return out
 
 
-@op(grad={"input": "_take_backward(g, input_shape, index)"})
+@op(grad={"input": "_take_backward(g, input_shape, index)"}, jvp="auto_linear")
 def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entries of the flattened input at ``index`` (negative values count from the end)."""
     _check_tensor(index, "index", "take")
@@ -554,7 +562,7 @@ def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     return _written(result, out)
 
 
-@op(method=False, grad={"grad": "g.take(index)"})
+@op(method=False, grad={"grad": "g.take(index)"}, jvp="auto_linear")
 def _take_backward(grad: Tensor, shape: tuple[int, ...], index: Tensor) -> Tensor:
     """Zeros of ``shape`` with ``grad`` added at the flat positions ``index`` (take's
     gradient; negative indices count from the end and duplicates accumulate)."""
@@ -592,10 +600,11 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
 
 
 # == flips, rolls, rotations =====================================================================
-@op(grad={"input": "flip(g, *dims)"})
+@op(grad={"input": "flip(g, *dims)"}, jvp="auto_linear")
 def flip(input: Tensor, *dims: Any) -> Tensor:
     """A copy of input reversed along ``dims``."""
-    ds = _dims_unique(_varargs_ints(dims, "dims"), input.dim()) if input.dim() else []
+    ds = _dims_unique(_varargs_ints(dims, "dims"), input.dim())
+    ds = ds if input.dim() else []
     result = empty(input._shape, input.dtype, input.device)
     if result.numel():
         kernel(input, "flip")(result, input, ds)
@@ -616,7 +625,7 @@ def flipud(input: Tensor) -> Tensor:
     return flip(input, [0])
 
 
-@op(grad={"input": "_roll_backward(g, shifts, dims)"})
+@op(grad={"input": "_roll_backward(g, shifts, dims)"}, jvp="auto_linear")
 def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """Rotate elements along ``dims`` by ``shifts``; without dims, along the flattened tensor."""
     shifts = _int_list(shifts, "shifts")
@@ -637,7 +646,7 @@ def roll(input: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     return result
 
 
-@op(method=False, grad={"grad": "roll(g, shifts, dims)"})
+@op(method=False, grad={"grad": "roll(g, shifts, dims)"}, jvp="auto_linear")
 def _roll_backward(grad: Tensor, shifts: Any, dims: Any = None) -> Tensor:
     """roll's gradient: the roll by the opposite shifts."""
     return roll(grad, [-s for s in _int_list(shifts, "shifts")], dims)
@@ -667,9 +676,11 @@ def rot90(input: Tensor, k: int = 1, dims: Sequence[int] = (0, 1)) -> Tensor:
 
 # == repeats =====================================================================================
 @tensor_method()
-@op(function=False, grad={"self": "_repeat_backward(g, self_shape, sizes)"})
+@op(function=False, grad={"self": "_repeat_backward(g, self_shape, sizes)"}, jvp="auto_linear")
 def repeat(self: Tensor, *sizes: Any) -> Tensor:
     """Tensor.repeat: tile the tensor ``sizes[i]`` times along each dim (new dims lead)."""
+    if not sizes:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
     reps = parse_size(sizes)
     nd = self.dim()
     if len(reps) < nd:
@@ -713,7 +724,7 @@ def _check_repeats_tensor(repeats: Tensor, op_name: str) -> None:
         raise RuntimeError("repeats can not be negative")
 
 
-@op(grad={"input": "_repeat_interleave_backward(g, input_shape, repeats, dim)"})
+@op(grad={"input": "_repeat_interleave_backward(g, input_shape, repeats, dim)"}, jvp="auto_linear")
 def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None, *,
                       output_size: int | None = None) -> Tensor:
     """Repeat each element (or slice along ``dim``) ``repeats`` times, in place order.
@@ -799,20 +810,20 @@ def triu_(self: Tensor, diagonal: int = 0) -> Tensor:
     return _tri(self, diagonal, None, "triu", True)
 
 
-@op(inplace=True, inplace_fn=tril_, grad={"input": "g.tril(diagonal)"})
+@op(inplace=True, inplace_fn=tril_, grad={"input": "g.tril(diagonal)"}, jvp="auto_linear")
 def tril(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The lower triangle of the last two dims (elements above ``diagonal`` set to 0)."""
     return _tri(input, diagonal, out, "tril", False)
 
 
-@op(inplace=True, inplace_fn=triu_, grad={"input": "g.triu(diagonal)"})
+@op(inplace=True, inplace_fn=triu_, grad={"input": "g.triu(diagonal)"}, jvp="auto_linear")
 def triu(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """The upper triangle of the last two dims (elements below ``diagonal`` set to 0)."""
     return _tri(input, diagonal, out, "triu", False)
 
 
 @op(grad={"input": "g.diagonal(diagonal) if len(input_shape) == 1 else "
-                   "into_zeros(g, input_shape, lambda z: z.diagonal(diagonal))"})
+                   "into_zeros(g, input_shape, lambda z: z.diagonal(diagonal))"}, jvp="auto_linear")
 def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tensor:
     """1-d input: a square matrix with input on a diagonal; 2-d input: a diagonal's copy."""
     if input.dim() not in (1, 2):
@@ -833,7 +844,7 @@ def diag(input: Tensor, diagonal: int = 0, *, out: Tensor | None = None) -> Tens
     return result
 
 
-@op(grad={"input": "g.diagonal(offset, dim1, dim2)"})
+@op(grad={"input": "g.diagonal(offset, dim1, dim2)"}, jvp="auto_linear")
 def diag_embed(input: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:
     """Place the last dim of input on the (dim1, dim2) diagonal of new zero matrices."""
     nd = input.dim() + 1
@@ -860,7 +871,8 @@ def diagflat(input: Tensor, offset: int = 0) -> Tensor:
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 
 
-@op(method=False, grad={"input": "_pad_backward(g, input_shape, pad, mode)"})
+@op(method=False, grad={"input": "_pad_backward(g, input_shape, pad, mode)"},
+    jvp="pad_jvp(input_t, pad, mode)")
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
         value: float | None = None) -> Tensor:
     """Pad the last len(pad)//2 dims: pad = (left_last, right_last, left_prev, right_prev, ...).
@@ -894,7 +906,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant",
     return result
 
 
-@op(method=False, grad={"grad": "pad(g, pads, mode)"})
+@op(method=False, grad={"grad": "pad(g, pads, mode)"}, jvp="auto_linear")
 def _pad_backward(grad: Tensor, shape: tuple[int, ...], pads: Sequence[int],
                   mode: str = "constant") -> Tensor:
     """pad's gradient. Constant padding: the padded border cropped away (and cropped parts
@@ -969,7 +981,15 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
                  for t, p in zip(ts, pos, strict=True))
 
 
-@op(method=False)
+def _broadcast_tensors_backward(grads: list[Tensor],
+                                tensors_shape: list[tuple[int, ...]]) -> list[Tensor]:
+    """Each input's gradient: its output's gradient summed back over the broadcast dims
+    (None for an output that got no gradient)."""
+    return [None if g is None else sum_to(g, s)
+            for g, s in zip(grads, tensors_shape, strict=True)]
+
+
+@op(method=False, grad={"tensors": _broadcast_tensors_backward}, jvp="auto_linear")
 def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
     """Views of the tensors expanded to their common broadcast shape."""
     ts = _tensor_list(tensors, "broadcast_tensors")
@@ -989,6 +1009,17 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return stack([reshape(g, -1) for g in meshgrid(ts, indexing="ij")], 1)
 
 
+def _check_diff_operand(t: Tensor, input: Tensor, d: int) -> None:
+    if t.dim() != input.dim():
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for k in range(input.dim()):
+        if k != d and t.shape[k] != input.shape[k]:
+            raise RuntimeError(f"diff expects the shape of tensor to prepend or append to match "
+                               f"that of input except along the differencing dimension; "
+                               f"input.size({k}) = {input.shape[k]}, but got tensor.size({k}) = "
+                               f"{t.shape[k]}")
+
+
 @op()
 def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None,
          append: Tensor | None = None) -> Tensor:
@@ -999,6 +1030,11 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = normalize_dim(dim, input.dim())
+    for t in (prepend, append):
+        if t is not None:
+            _check_diff_operand(t, input, d)
+    if n == 0:    # PyTorch returns a copy of the input: prepend/append are checked, not joined
+        return input.clone()
     x = cat([t for t in (prepend, input, append) if t is not None], d) \
         if prepend is not None or append is not None else input
     for _ in range(n):

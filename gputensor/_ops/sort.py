@@ -17,6 +17,7 @@ from gputensor._tensor import Tensor, normalize_dim
 from gputensor.kernels.registry import OPS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op
+from .copying import strided_copy
 from .shape import (
     _alloc,
     _as_int,
@@ -38,7 +39,7 @@ kthvalue_result = return_types.kthvalue
 
 
 # == masks selecting ============================================================================
-@op(grad={"input": "_masked_select_backward(g, input_shape, mask)"})
+@op(grad={"input": "_masked_select_backward(g, input_shape, mask)"}, jvp="auto_linear")
 def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> Tensor:
     """A 1-d tensor of the elements of input (broadcast with mask) where the mask is True."""
     _check_mask(mask, "masked_select", "masked_select: expected BoolTensor for mask")
@@ -48,7 +49,7 @@ def masked_select(input: Tensor, mask: Tensor, *, out: Tensor | None = None) -> 
     return _copy_out(result, out, "masked_select")
 
 
-@op(method=False, grad={"grad": "masked_select(g, mask)"})
+@op(method=False, grad={"grad": "masked_select(g, mask)"}, jvp="auto_linear")
 def _masked_select_backward(grad: Tensor, shape: tuple[int, ...], mask: Tensor) -> Tensor:
     """Zeros of the broadcast of ``shape`` and the mask's shape, with ``grad`` placed where
     the mask holds (masked_select's gradient; the node sums it back to the input's shape)."""
@@ -93,7 +94,7 @@ def _no_complex(input: Tensor, op_name: str, bool_ok: bool = True) -> None:
 
 # The values' gradient lands where the indices say; the indices themselves have none.
 @op(grad={"input": "_gather_backward(g, input_shape, dim, out1)"},
-    output_differentiable=(True, False))
+    output_differentiable=(True, False), jvp="(input_t.gather(dim, out1), None)")
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          out: Any = None) -> sort_result:
     """(values, indices) sorted along ``dim``; stable, NaN sorts as the largest value."""
@@ -121,42 +122,50 @@ def msort(input: Tensor, *, out: Tensor | None = None) -> Tensor:
 
 
 @op(grad={"input": "_gather_backward(g, input_shape, dim, out1)"},
-    output_differentiable=(True, False))
+    output_differentiable=(True, False), jvp="(input_t.gather(dim, out1), None)")
 def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True, *,
          out: Any = None) -> topk_result:
     """The k largest (or smallest) elements along ``dim`` and their indices, in sorted order."""
-    _no_complex(input, "topk", bool_ok=False)
     k = _as_int(k, "k")
     d = normalize_dim(dim, input.dim())
     if not 0 <= k <= _dim_size(input, d):
         raise RuntimeError("selected index k out of range")
+    _no_complex(input, "topk", bool_ok=False)
     shape = input._shape[:d] + (k,) + input._shape[d + 1:] if input.dim() else ()
     vo, io = _pair_out(out, "topk")
     values = _alloc(vo, shape, input.dtype, input.device, "topk")
     indices = _alloc(io, shape, D.int64, input.device, "topk")
     if values.numel():
-        kernel(input, "topk")(values, indices, input, d, k, bool(largest))
+        # a 0-d input's result is its element for k = 0 as for k = 1, as in PyTorch
+        kernel(input, "topk")(values, indices, input, d, k if input.dim() else 1, bool(largest))
     _written(values, vo)
     return topk_result(values, _written(indices, io))
 
 
 @op(grad={"input": "_gather_backward(unsqueeze_like(g, input_shape, dim, keepdim), "
                    "input_shape, dim, unsqueeze_like(out1, input_shape, dim, keepdim))"},
-    output_differentiable=(True, False))
+    output_differentiable=(True, False),
+    jvp="select_jvp(input, input_t, dim, 0, out, out1, keepdim, False)")
 def kthvalue(input: Tensor, k: int, dim: int = -1, keepdim: bool = False, *,
              out: Any = None) -> kthvalue_result:
     """The k-th smallest element (1-based) along ``dim`` and its index."""
-    _no_complex(input, "kthvalue", bool_ok=False)
     k = _as_int(k, "k")
     d = normalize_dim(dim, input.dim())
+    if not _dim_size(input, d):
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= _dim_size(input, d):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    if input.dim():     # PyTorch returns a 0-d input's element for every dtype
+        _no_complex(input, "kthvalue", bool_ok=False)
     kept = input._shape[:d] + (1,) + input._shape[d + 1:] if input.dim() else ()
     shape = kept if keepdim or not input.dim() else input._shape[:d] + input._shape[d + 1:]
     vo, io = _pair_out(out, "kthvalue")
     values = _alloc(vo, shape, input.dtype, input.device, "kthvalue")
     indices = _alloc(io, shape, D.int64, input.device, "kthvalue")
-    if values.numel():
+    if not input.dim():
+        strided_copy(values, input)
+        indices.fill_(0)
+    elif values.numel():
         squeeze = not keepdim and input.dim()
         kernel(input, "kthvalue")(unsqueeze(values, d) if squeeze else values,
                                   unsqueeze(indices, d) if squeeze else indices, input, d, k)
@@ -169,6 +178,8 @@ def _unique(input: Tensor, sort_first: bool, return_inverse: bool, return_counts
             dim: int | None, op_name: str) -> Any:
     _no_complex(input, op_name)
     d = None
+    if dim is not None and not input.dim():
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     if dim is not None:
         d = normalize_dim(dim, input.dim())
         if any(s == 0 for k, s in enumerate(input._shape) if k != d):
@@ -185,8 +196,6 @@ def _unique(input: Tensor, sort_first: bool, return_inverse: bool, return_counts
 def unique(input: Tensor, sorted: bool = True, return_inverse: bool = False,
            return_counts: bool = False, dim: int | None = None) -> Any:
     """The sorted unique elements (or slices along ``dim``), with inverse indices and counts."""
-    if dim is not None and not input.dim():
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     return _unique(input, True, return_inverse, return_counts, dim, "unique")
 
 
@@ -272,13 +281,15 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     minlength = _as_int(minlength, "minlength")
     if minlength < 0:
         raise RuntimeError("minlength should be >= 0")
+    if not input.numel():   # PyTorch: int64 zeros, whatever the weights are
+        return _zeros((minlength,), D.int64, input.device)
     if weights is not None:
         _check_tensor(weights, "weights", "bincount")
         if weights.dim() != 1 or weights.numel() != input.numel():
             raise RuntimeError("weights should be 1-d and have the same length as input")
         _no_complex(weights, "bincount")
     dev = common_device(input, weights, op_name="bincount")
-    lo, hi = _minmax(input) if input.numel() else (0, -1)
+    lo, hi = _minmax(input)
     if lo < 0:
         raise RuntimeError(msg)
     if weights is None:

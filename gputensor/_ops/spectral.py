@@ -93,7 +93,7 @@ def _c2r_grad(g: Tensor, dim: Sequence[int], normalization: int) -> Tensor:
 # -- the three primitives ------------------------------------------------------------------------
 @op(method=False, cost=_fft_cost, grad={
     "input": lambda g, dim, normalization, forward: _fft_c2c(g, dim, normalization,
-                                                             not forward)})
+                                                             not forward)}, jvp="auto_linear")
 def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: bool) -> Tensor:
     """Complex-to-complex FFT over ``dim`` (forward: exp(-2 pi i jk/n), else exp(+...))."""
     if not input.dtype.is_complex or input.dtype.itemsize < 8:
@@ -107,7 +107,7 @@ def _fft_c2c(input: Tensor, dim: Sequence[int], normalization: int, forward: boo
     return out
 
 
-@op(method=False, cost=_fft_cost, grad={"input": _r2c_grad})
+@op(method=False, cost=_fft_cost, grad={"input": _r2c_grad}, jvp="auto_linear")
 def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bool) -> Tensor:
     """Real-to-complex forward FFT over ``dim``; ``onesided`` keeps n // 2 + 1 bins of dim[-1]."""
     if input.dtype not in (D.float32, D.float64):
@@ -124,7 +124,7 @@ def _fft_r2c(input: Tensor, dim: Sequence[int], normalization: int, onesided: bo
     return out
 
 
-@op(method=False, cost=_fft_cost, grad={"input": _c2r_grad})
+@op(method=False, cost=_fft_cost, grad={"input": _c2r_grad}, jvp="auto_linear")
 def _fft_c2r(input: Tensor, dim: Sequence[int], normalization: int,
              last_dim_size: int) -> Tensor:
     """Complex-to-real inverse FFT over ``dim`` of a one-sided Hermitian signal; dim[-1] of the
@@ -190,7 +190,7 @@ def _cosine_window(name: str, window_length: int, periodic: bool, coefs: Sequenc
     return _finish(w, periodic, requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                 layout: Any = None, device: Any = None, pin_memory: bool = False,
                 requires_grad: bool = False) -> Tensor:
@@ -199,7 +199,7 @@ def hann_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                           requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.54,
                    beta: float = 0.46, *, dtype: Any = None, layout: Any = None,
                    device: Any = None, pin_memory: bool = False,
@@ -209,7 +209,7 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
                           device, requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     layout: Any = None, device: Any = None, pin_memory: bool = False,
                     requires_grad: bool = False) -> Tensor:
@@ -218,7 +218,7 @@ def blackman_window(window_length: int, periodic: bool = True, *, dtype: Any = N
                           dtype, device, requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = None,
                     layout: Any = None, device: Any = None, pin_memory: bool = False,
                     requires_grad: bool = False) -> Tensor:
@@ -234,7 +234,7 @@ def bartlett_window(window_length: int, periodic: bool = True, *, dtype: Any = N
     return _finish(w, periodic, requires_grad)
 
 
-@op(method=False, differentiable=False)
+@op(method=False, differentiable=False, vmap_exempt=True)
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
                   dtype: Any = None, layout: Any = None, device: Any = None,
                   pin_memory: bool = False, requires_grad: bool = False) -> Tensor:

@@ -14,6 +14,7 @@ from gputensor._tensor import Tensor, normalize_dim
 from ._core import op
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+_NAN_AS_INTEGER = {D.int32: -2**31, D.int64: -2**63, D.bool: True}
 
 
 def _median(input: Tensor, dim: int | None, keepdim: bool, ignore_nan: bool, name: str) -> Any:
@@ -24,8 +25,11 @@ def _median(input: Tensor, dim: int | None, keepdim: bool, ignore_nan: bool, nam
         x, d = x.reshape(1), 0
     n = x.shape[d]
     if n == 0:
-        if whole:
-            return gt.full((), float("nan"), dtype=input.dtype, device=input.device)
+        if whole:   # PyTorch casts NaN to the dtype as x86 does: the "integer indefinite"
+            # value for 32/64-bit integers, 0 for narrower ones (their low bits), True for bool
+            empty_value = float("nan") if input.dtype.category >= D.FLOATING else \
+                _NAN_AS_INTEGER.get(input.dtype, 0)
+            return gt.full((), empty_value, dtype=input.dtype, device=input.device)
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     values, indices = x.sort(dim=d)  # NaNs sort last
     nans = x.isnan() if x.is_floating_point() else gt.zeros_like(x, dtype=D.bool)
@@ -212,21 +216,40 @@ def _spacing(y: Tensor, x: Any, dx: Any, dim: int, name: str) -> tuple[Any, int]
     return (1.0 if dx is None and x is None else (dx if dx is not None else x)), d
 
 
+def _refuse_bool(y: Tensor, x: Any, name: str) -> None:
+    if isinstance(x, Tensor):
+        if y.dtype == gt.bool or x.dtype == gt.bool:
+            raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                               f"supported")
+    elif y.dtype == gt.bool:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+
+
+def _mid_values(y: Tensor, d: int) -> Tensor:
+    """The means of neighbouring samples along ``d`` (one fewer than ``y`` has there)."""
+    n = max(y.shape[d] - 1, 0)
+    return (y.narrow(d, min(1, y.shape[d]), n) + y.narrow(d, 0, n)) / 2
+
+
 @op(method=False, aliases=("trapz",))
 def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The trapezoidal rule along ``dim``: spacing ``x`` (sample points) or ``dx``."""
+    if y.dim() == 0:
+        shown = normalize_dim(dim, 0) if isinstance(x, Tensor) else dim
+        raise IndexError(f"Dimension specified as {shown} but tensor has no dimensions")
     h, d = _spacing(y, x, dx, dim, "trapezoid")
-    if y.shape[d] == 0:
-        return y.sum(d)
-    mid = (y.narrow(d, 1, y.shape[d] - 1) + y.narrow(d, 0, y.shape[d] - 1)) / 2
-    return (mid * h).sum(d)
+    if y.shape[d] == 0:     # PyTorch returns zeros of y's own dtype, before the bool check
+        return gt.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device)
+    _refuse_bool(y, x, "trapezoid")
+    return (_mid_values(y, d) * h).sum(d)
 
 
 @op(method=False)
 def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Tensor:
     """The running trapezoidal rule along ``dim`` (one fewer element than ``y`` there)."""
+    _refuse_bool(y, x, "cumulative_trapezoid")
+    if y.dim() == 0:
+        normalize_dim(dim, 0)
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     h, d = _spacing(y, x, dx, dim, "cumulative_trapezoid")
-    if y.shape[d] == 0:
-        return y.narrow(d, 0, 0)
-    mid = (y.narrow(d, 1, y.shape[d] - 1) + y.narrow(d, 0, y.shape[d] - 1)) / 2
-    return (mid * h).cumsum(d)
+    return (_mid_values(y, d) * h).cumsum(d)

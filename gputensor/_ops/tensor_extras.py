@@ -19,7 +19,9 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor, normalize_dim
 from gputensor.autograd.inplace import apply_inplace, check_leaf, needs_graph
 
-from ._core import op, tensor_method
+from ._core import op, result_type, tensor_method
+from .scatter import check_index_source
+from .shape import _check_bounds, _dim_size
 
 
 # -- in-place views ------------------------------------------------------------------------------
@@ -104,8 +106,9 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
         raise RuntimeError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
-    if self.dim() == 0:
-        return self.copy_(source.reshape(()) + (self if accumulate else 0))
+    if self.dim() == 0:     # through its 1-element view: an index may repeat (0 and -1)
+        self.view(1).put_(index, source, accumulate)
+        return self
     return self.index_put_(_flat_coordinates(self, index), source.reshape(-1).to(self.dtype),
                            accumulate)
 
@@ -146,9 +149,19 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
-    d = normalize_dim(dim, input.dim()) if input.dim() else 0
+    d = normalize_dim(dim, input.dim())
     if index.dim() > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (D.int32, D.int64):
+        raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_reduce_(): self ({input.dtype.legacy_name}) and source "
+                           f"({source.dtype.legacy_name}) must have the same scalar type")
+    check_index_source("index_reduce_", input, d, index, source)
+    if input.dtype is D.bool or input.is_complex():   # before the index range, as in PyTorch
+        raise NotImplementedError(f'"index_func_" not implemented for '
+                                  f"'{input.dtype.legacy_name}'")
+    _check_bounds(index, _dim_size(input, d), d)    # negative indices are out of range too
     shape = [1] * source.dim()
     if source.dim():
         shape[d] = -1
@@ -170,12 +183,23 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.dim()}-D"
                            if vec1.dim() != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.dim()}-D")
-    outer = gt.outer(vec1, vec2)
+    # The tensors alone set the result dtype; beta and alpha are converted to it, as in PyTorch
+    dt = result_type(input, vec1, vec2)
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        if isinstance(scalar, bool) and dt is not D.bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if dt.category <= D.INTEGRAL and not isinstance(scalar, int):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               f"floating point number.")
+    outer = gt.outer(vec1.to(dt), vec2.to(dt))
+    self_part = input.to(dt).expand(outer.shape)
+    if dt is D.bool:   # (beta and self) or (alpha and vec1 vec2^T)
+        outer = outer if alpha else gt.zeros_like(outer)
+        return (self_part | outer) if beta else outer
     outer = outer if alpha == 1 else outer * alpha
-    if beta == 0:
-        return outer.expand(gt.broadcast_shapes(input.shape, outer.shape)).clone() \
-            if input.shape != outer.shape else outer
-    return (input if beta == 1 else input * beta) + outer
+    if beta == 0:   # input is ignored, NaN included
+        return outer
+    return (self_part if beta == 1 else self_part * beta) + outer
 
 
 @tensor_method()
@@ -195,6 +219,8 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
 @op(inplace=True)
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """log(x / (1 - x)), with x clamped to [eps, 1 - eps] when ``eps`` is given."""
+    if input.dtype is D.bool:   # PyTorch computes a bool input in the default float dtype
+        input = input.to(D.get_default_dtype())
     x = input if eps is None else input.clamp(eps, 1 - eps)
     return gt.log(x / (1 - x))
 
@@ -212,9 +238,12 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
         raise RuntimeError(f"renorm: non-positive-norm not supported, got p={p}")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           f"dimensions")
     d = normalize_dim(dim, input.dim())
     others = [i for i in range(input.dim()) if i != d]
-    norms = gt.norm(input, p, dim=others, keepdim=True) if others else input.abs()
+    norms = gt.norm(input, p, dim=others, keepdim=True)
     factor = gt.where(norms > maxnorm, maxnorm / (norms + 1e-7), gt.ones_like(norms))
     return input * factor
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim, parse_size
 
@@ -60,7 +62,7 @@ def _view_strides(old_shape: tuple, old_stride: tuple, new_shape: tuple) -> tupl
     return tuple(new_stride)
 
 
-@op(function=False, grad={"self": "g.reshape(self_shape)"})
+@op(function=False, grad={"self": "g.reshape(self_shape)"}, jvp="auto_linear")
 def view(self: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return _view_dtype(self, shape[0])
@@ -83,7 +85,7 @@ def _view_dtype(self: Tensor, dt: Any) -> Tensor:
     return out
 
 
-@op(grad={"input": "g.reshape(input_shape)"})
+@op(grad={"input": "g.reshape(input_shape)"}, jvp="auto_linear")
 def reshape(input: Tensor, *shape: Any) -> Tensor:
     """A view when the strides allow it, otherwise a contiguous copy."""
     new_shape = _infer_size(parse_size(shape), input.numel())
@@ -103,7 +105,7 @@ def reshape_as(self: Tensor, other: Tensor) -> Tensor:
     return reshape(self, other.shape)
 
 
-@op(grad={"input": "g.permute(invert_permutation(dims, len(input_shape)))"})
+@op(grad={"input": "g.permute(invert_permutation(dims, len(input_shape)))"}, jvp="auto_linear")
 def permute(input: Tensor, *dims: Any) -> Tensor:
     dims = parse_size(dims)
     nd = input.dim()
@@ -119,7 +121,7 @@ def permute(input: Tensor, *dims: Any) -> Tensor:
                        tuple(input._stride[d] for d in perm), input._offset)
 
 
-@op(aliases=("swapaxes", "swapdims"), grad={"input": "g.transpose(dim0, dim1)"})
+@op(aliases=("swapaxes", "swapdims"), grad={"input": "g.transpose(dim0, dim1)"}, jvp="auto_linear")
 def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = input.dim()
     if nd == 0:
@@ -131,7 +133,7 @@ def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:
     return input._view(tuple(shape), tuple(stride), input._offset)
 
 
-@op(grad={"input": "g.t()"})
+@op(grad={"input": "g.t()"}, jvp="auto_linear")
 def t(input: Tensor) -> Tensor:
     if input.dim() > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
@@ -144,6 +146,9 @@ def t(input: Tensor) -> Tensor:
 
 @op()
 def adjoint(input: Tensor) -> Tensor:
+    if input.dim() == 1:    # a 0-d tensor is its own adjoint, as in PyTorch
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of "
+                           "matrices. Got 1-D tensor.")
     return transpose(input, -2, -1).conj() if input.is_complex() else transpose(input, -2, -1)
 
 
@@ -162,7 +167,7 @@ def _mT(self: Tensor) -> Tensor:
     return transpose(self, -2, -1)
 
 
-@op(function=False, grad={"self": "sum_to(g, self_shape)"})
+@op(function=False, grad={"self": "sum_to(g, self_shape)"}, jvp="auto_linear")
 def expand(self: Tensor, *sizes: Any) -> Tensor:
     sizes = parse_size(sizes)
     nd = self.dim()
@@ -205,7 +210,7 @@ def broadcast_to(input: Tensor, size: Any) -> Tensor:
     return expand(input, size)
 
 
-@op(grad={"input": "g.reshape(input_shape)"})
+@op(grad={"input": "g.reshape(input_shape)"}, jvp="auto_linear")
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:
     nd = input.dim()
     dims = set(as_index_list(dim, nd)) if nd else set()
@@ -214,7 +219,7 @@ def squeeze(input: Tensor, dim: Any = None) -> Tensor:
                        tuple(input._stride[i] for i in keep), input._offset)
 
 
-@op(grad={"input": "g.reshape(input_shape)"})
+@op(grad={"input": "g.reshape(input_shape)"}, jvp="auto_linear")
 def unsqueeze(input: Tensor, dim: int) -> Tensor:
     nd = input.dim()
     d = normalize_dim(dim, nd + 1)
@@ -261,24 +266,30 @@ def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
         reshape(input, input._shape[:d] + sizes + input._shape[d + 1:])
 
 
-@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.narrow(dim, start, length))"})
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.narrow(dim, start, length))"},
+    jvp="auto_linear")
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:
     if not input.dim():
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     d = normalize_dim(dim, input.dim())
     size = input._shape[d]
     start = int(start)
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
     if start < 0:
         start += size
-    if not 0 <= start <= size or length < 0 or start + length > size:
-        raise IndexError(f"narrow(): start ({start}) + length ({length}) exceeds dimension size "
-                         f"({size}) of dim {d}")
+    if start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
     shape = list(input._shape)
     shape[d] = length
     return input._view(tuple(shape), input._stride, input._offset + start * input._stride[d])
 
 
-@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.select(dim, index))"})
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.select(dim, index))"}, jvp="auto_linear")
 def select(input: Tensor, dim: int, index: int) -> Tensor:
     if input.dim() == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -293,7 +304,7 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
                        input._offset + index * input._stride[d])
 
 
-@op(grad={"input": "stack(grads, dim)"})
+@op(grad={"input": "stack(grads, dim)"}, jvp="auto_linear")
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     if not input.dim():
         raise _no_dims(dim)
@@ -301,16 +312,22 @@ def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
     return tuple(select(input, d, i) for i in range(input._shape[d]))
 
 
-@op(grad={"input": "g.movedim(destination, source)"})
+@op(grad={"input": "g.movedim(destination, source)"}, jvp="auto_linear")
 def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     nd = input.dim()
-    src = as_index_list(source, nd)
-    dst = as_index_list(destination, nd)
+    given = [[int(d)] if isinstance(d, int | np.integer) else [int(k) for k in d]
+             for d in (source, destination)]
+    if len(given[0]) != len(given[1]):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({given[0]} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({given[1]} dims)")
+    # PyTorch's order: every dim's range, then repeats in each list
+    src, dst = ([normalize_dim(d, nd) for d in dims] for dims in given)
+    for name, dims, normalized in (("source", given[0], src), ("destination", given[1], dst)):
+        if len(set(normalized)) != len(normalized):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({dims})")
     if not nd:  # dims 0 and -1 of a 0-dim tensor name no dim to move
         return input.view(())
-    if len(src) != len(dst):
-        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
-                           f"should contain the same number of dims as destination ({dst} dims)")
     order = [None] * nd
     for s, d in zip(src, dst, strict=True):
         order[d] = s
@@ -318,7 +335,8 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:
     return permute(input, [o if o is not None else next(rest) for o in order])
 
 
-@op(grad={"input": "_as_strided_backward(g, input_shape, size, stride, storage_offset)"})
+@op(grad={"input": "_as_strided_backward(g, input_shape, size, stride, storage_offset)"},
+    jvp="auto_linear")
 def as_strided(input: Tensor, size: Any, stride: Any, storage_offset: int | None = None) -> Tensor:
     size, stride = parse_size(size), parse_size(stride)
     offset = input._offset if storage_offset is None else int(storage_offset)
@@ -350,7 +368,8 @@ def _overlaps(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 
 
 # Like as_strided_scatter, the gradient takes the input as contiguous from its storage start.
-@op(method=False, grad={"grad": "g.contiguous().as_strided(size, stride, storage_offset)"})
+@op(method=False, grad={"grad": "g.contiguous().as_strided(size, stride, storage_offset)"},
+    jvp="auto_linear")
 def _as_strided_backward(grad: Tensor, shape: Any, size: Any, stride: Any,
                          storage_offset: int | None = None) -> Tensor:
     """as_strided's gradient: zeros of ``shape`` with ``grad`` added at the locations the view
@@ -396,7 +415,7 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 @op(grad={"input": "as_strided_scatter(g, zeros(src_shape, dtype=g.dtype, device=g.device), "
                    "size, stride, storage_offset)",
-          "src": "g.contiguous().as_strided(size, stride, storage_offset)"})
+          "src": "g.contiguous().as_strided(size, stride, storage_offset)"}, jvp="auto_linear")
 def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
                        storage_offset: int | None = None) -> Tensor:
     """A copy of ``input`` with the elements ``input.as_strided(size, stride, storage_offset)``
@@ -410,7 +429,8 @@ def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
     return out
 
 
-@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.diagonal(offset, dim1, dim2))"})
+@op(grad={"input": "into_zeros(g, input_shape, lambda z: z.diagonal(offset, dim1, dim2))"},
+    jvp="auto_linear")
 def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     nd = input.dim()
     d1, d2 = normalize_dim(dim1, nd), normalize_dim(dim2, nd)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import time
 from typing import Any
 
 from . import _mpi
@@ -133,6 +134,7 @@ def _abort_on_uncaught(comm: Any) -> None:
     def hook(kind: Any, value: Any, tb: Any) -> None:
         previous(kind, value, tb)
         sys.stderr.flush()
+        time.sleep(0.5)  # let the launcher forward the traceback before the job is torn down
         comm.Abort(1)
     sys.excepthook = hook
 

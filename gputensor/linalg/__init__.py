@@ -39,6 +39,7 @@ from gputensor._ops.decompositions import det as det
 from gputensor._ops.decompositions import matrix_exp as matrix_exp
 from gputensor._ops.decompositions import matrix_power as matrix_power
 from gputensor._tensor import Tensor
+from gputensor.func._batched import physical
 
 from ._ldl import ldl_factor, ldl_factor_ex, ldl_solve
 
@@ -518,7 +519,8 @@ def lstsq(A: Tensor, B: Tensor, rcond: float | None = None, *, driver: str | Non
     rank = keep.sum(-1)
     empty_int = gt.empty((0,), dtype=D.int64, device=A.device)
     empty_real = gt.empty((0,), dtype=real_dtype(A.dtype), device=A.device)
-    full_rank = bool((rank == n).all()) if rank.numel() else True
+    # the whole batch at once, also under gt.func.vmap (PyTorch checks the batched rank)
+    full_rank = bool(physical(rank == n).all()) if rank.numel() else True
     if m > n and driver != "gelsy" and full_rank:
         residuals = ((A @ X - Bm).abs() ** 2).sum(-2)
     else:

@@ -82,7 +82,8 @@ def check_mm(mat1: Any, mat2: Any, op_name: str) -> None:
 
 @op("_sparse_mm", method=False, function=False, cost=_spmm_cost,
     grad={"mat1": lambda g, mat1, mat2: _grads.mm_sparse(g, mat1, mat2),
-          "mat2": lambda mat1, g: _grads.transposed_mm(mat1, g)})
+          "mat2": lambda mat1, g: _grads.transposed_mm(mat1, g)},
+    jvp="sparse_addmm_jvp(None, mat1, mat2, 1, 1)")
 def _sparse_mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
     out = gt.empty((mat1._shape[0], mat2._shape[1]), dtype=mat2.dtype, device=mat2.device)
     return spmm_into(out, mat1, mat2, 1, 0)
@@ -91,7 +92,8 @@ def _sparse_mm(mat1: SparseTensor, mat2: Tensor) -> Tensor:
 @op("_sparse_addmm", method=False, function=False, cost=_spmm_cost,
     grad={"input": "scale(g, cj(beta))",
           "mat1": lambda g, mat1, mat2, alpha: _grads.mm_sparse(g, mat1, mat2, alpha),
-          "mat2": lambda mat1, g, alpha: _grads.transposed_mm(mat1, g, cj(alpha))})
+          "mat2": lambda mat1, g, alpha: _grads.transposed_mm(mat1, g, cj(alpha))},
+    jvp="sparse_addmm_jvp(input, mat1, mat2, beta, alpha)")
 def _sparse_addmm(input: Tensor, mat1: SparseTensor, mat2: Tensor, beta: Any = 1,
                   alpha: Any = 1) -> Tensor:
     shape = (mat1._shape[0], mat2._shape[1])

@@ -23,7 +23,8 @@ from ._tensor import SparseTensor, make_sparse
 
 @op("_embedding_sparse_grad", method=False, function=False, cost=sparse_cost(),
     grad={"weight": lambda g, indices, weight_shape, padding_idx, scale_grad_by_freq:
-          embedding_grad(g, indices, weight_shape, padding_idx, scale_grad_by_freq)})
+          embedding_grad(g, indices, weight_shape, padding_idx, scale_grad_by_freq)},
+    jvp="auto_linear")
 def embedding_sparse_grad(weight: Tensor, indices: Tensor, padding_idx: int = -1,
                           scale_grad_by_freq: bool = False) -> Tensor:
     """Rows of ``weight`` at ``indices`` (checked by ``_embedding``); sparse weight gradient."""

@@ -25,7 +25,7 @@ from ._tensor import SparseTensor, make_sparse
 
 # -- construction and conversion -------------------------------------------------------------------
 @op("_sparse_coo", method=False, function=False, cost=sparse_cost(),
-    grad={"values": lambda g, out: _grads.values_of(g, out)})
+    grad={"values": lambda g, out: _grads.values_of(g, out)}, jvp="auto_linear")
 def sparse_coo(indices: Tensor, values: Tensor, size: tuple[int, ...],
                coalesced: bool = False) -> SparseTensor:
     """A sparse tensor around validated ``indices``/``values`` (differentiable in values)."""
@@ -33,26 +33,27 @@ def sparse_coo(indices: Tensor, values: Tensor, size: tuple[int, ...],
 
 
 @op("_sparse_values", method=False, function=False, cost=sparse_cost(),
-    grad={"self": lambda self, g: _grads.with_values(self, g)})
+    grad={"self": lambda self, g: _grads.with_values(self, g)}, jvp="auto_linear")
 def sparse_values(self: SparseTensor) -> Tensor:
     """The values as a dense tensor sharing their memory (``x.values()``)."""
     return self._values_t.detach()
 
 
 @op("_sparse_coalesce", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "g"})
+    grad={"self": "g"}, jvp="auto_linear")
 def sparse_coalesce(self: SparseTensor) -> SparseTensor:
     return coalesce_raw(self)._alias()
 
 
-@op("_sparse_clone", method=False, function=False, cost=sparse_cost(), grad={"self": "g"})
+@op("_sparse_clone", method=False, function=False, cost=sparse_cost(), grad={"self": "g"},
+    jvp="auto_linear")
 def sparse_clone(self: SparseTensor) -> SparseTensor:
     return make_sparse(self._indices_t.clone(), self._values_t.clone(), self._shape,
                        self._is_coalesced)
 
 
 @op("_sparse_to", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "g.to(device=self_device, dtype=self_dtype)"})
+    grad={"self": "g.to(device=self_device, dtype=self_dtype)"}, jvp="auto_linear")
 def sparse_to(self: SparseTensor, dtype: D.dtype, device: Any) -> SparseTensor:
     """The tensor with its values cast to ``dtype``, both parts moved to ``device``."""
     idx = self._indices_t.to(device)
@@ -61,13 +62,13 @@ def sparse_to(self: SparseTensor, dtype: D.dtype, device: Any) -> SparseTensor:
 
 
 @op("_sparse_to_dense", method=False, function=False, cost=sparse_cost(),
-    grad={"self": lambda g, self: _grads.mask(g, self)})
+    grad={"self": lambda g, self: _grads.mask(g, self)}, jvp="auto_linear")
 def sparse_to_dense(self: SparseTensor) -> Tensor:
     return to_dense_raw(self)
 
 
 @op("_dense_to_sparse", method=False, function=False, cost=sparse_cost(),
-    grad={"self": lambda g: _grads.densify(g)})
+    grad={"self": lambda g: _grads.densify(g)}, jvp="auto_linear")
 def dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
     """``self`` as a coalesced sparse tensor over its first ``sparse_dim`` dims: an entry for
     every position whose (dense sub-tensor of) values is not all zero."""
@@ -83,7 +84,7 @@ def dense_to_sparse(self: Tensor, sparse_dim: int) -> SparseTensor:
 
 
 @op("_sparse_mask", method=False, function=False, cost=sparse_cost(),
-    grad={"self": lambda g: _grads.densify(g)})
+    grad={"self": lambda g: _grads.densify(g)}, jvp="auto_linear")
 def sparse_mask(self: Tensor, mask: SparseTensor) -> SparseTensor:
     """``self`` (dense) read at the coalesced entries of ``mask``: ``dense.sparse_mask(mask)``."""
     mc = coalesce_raw(mask)
@@ -92,7 +93,7 @@ def sparse_mask(self: Tensor, mask: SparseTensor) -> SparseTensor:
 
 # -- shape --------------------------------------------------------------------------------------
 @op("_sparse_transpose", method=False, function=False, cost=sparse_cost(),
-    grad={"self": "g.transpose(dim0, dim1)"})
+    grad={"self": "g.transpose(dim0, dim1)"}, jvp="auto_linear")
 def sparse_transpose(self: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
     """Swap two sparse dims (index rows) or two dense dims (value dims); normalized dims."""
     S = self._sparse_dim

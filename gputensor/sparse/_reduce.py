@@ -36,7 +36,7 @@ def split_dims(x: SparseTensor, dim: Any) -> tuple[list[int], list[int]]:
 
 
 @op("_sparse_sum", method=False, function=False, cost=sparse_cost(1, per="input"),
-    grad={"self": lambda g, self, dim: _grads.sum_backward(g, self, dim)})
+    grad={"self": lambda g, self, dim: _grads.sum_backward(g, self, dim)}, jvp="auto_linear")
 def _sparse_sum(self: SparseTensor, dim: Any = None) -> Tensor:
     vals = self._values_t
     if dim is None:
@@ -96,7 +96,8 @@ def _segments(xc: SparseTensor, d: int) -> tuple[Tensor, Tensor]:
 
 
 @op("_sparse_softmax", method=False, function=False, cost=sparse_cost(5, per="input"),
-    grad={"self": lambda g, out, dim, log: softmax_backward(g, out, dim, log)})
+    grad={"self": lambda g, out, dim, log: softmax_backward(g, out, dim, log)},
+    jvp="sparse_softmax_jvp(self_t, out, dim, log)")
 def _sparse_softmax(self: SparseTensor, dim: int, log: bool = False) -> SparseTensor:
     xc = coalesce_raw(self)
     S = xc._sparse_dim

@@ -55,7 +55,7 @@ def _select_entries(indices: Tensor, dim: int, index: Tensor) -> tuple[Tensor, T
 
 @op("_sparse_index_select", method=False, function=False, cost=sparse_cost(),
     grad={"self": lambda g, self_shape, self, dim, index:
-          index_select_backward(g, self_shape, self, dim, index)})
+          index_select_backward(g, self_shape, self, dim, index)}, jvp="auto_linear")
 def _sparse_index_select(self: SparseTensor, dim: int, index: Tensor) -> SparseTensor:
     S = self._sparse_dim
     shape = list(self._shape)

@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     nn,
     optim,
     random,
+    random_gamma,
     reduce,
     scatter,
     shape,
@@ -22,4 +23,4 @@ from . import (  # noqa: F401
 )
 
 __all__ = ["conv", "elementwise", "fft", "fused", "lapack", "linalg", "nn", "optim", "random",
-           "reduce", "scatter", "shape", "sort", "sparse"]
+           "random_gamma", "reduce", "scatter", "shape", "sort", "sparse"]

@@ -87,7 +87,8 @@ def uniform_(out: Tensor, gen: Any, low: float, high: float) -> None:
         return
     shape = out._shape + (2,) if out._dtype.is_complex else out._shape
     u = _unit_uniform(gen._rng, shape, out._dtype)
-    vals = (low + u * (high - low)).astype(_real(out._dtype).np_dtype)
+    # asarray: for a 0-d shape NumPy's arithmetic returns a scalar, which putmask refuses
+    vals = np.asarray(low + u * (high - low)).astype(_real(out._dtype).np_dtype)
     _clip_below(vals, low, high)
     _store(out, _pairs_to_complex(vals) if out._dtype.is_complex else vals)
 

@@ -94,10 +94,35 @@ def _exp(a):
     return lambda a: np.exp(a)
 
 
+@njit(inline='always')
+def _complex_tanh(z):
+    """tanh of a complex number without overflow (Kahan's form, as C99's ctanh): Numba's
+    np.tanh divides infinities and gives NaN once the real part passes ~355."""
+    x, y = z.real, z.imag
+    if math.isnan(x):
+        return type(z)(complex(x, y if y == 0 else x))
+    if math.isinf(x):
+        im = math.sin(y) * math.cos(y) if math.isfinite(y) else 0.0
+        return type(z)(complex(math.copysign(1.0, x), math.copysign(0.0, im)))
+    if not math.isfinite(y):
+        return type(z)(complex(x if x == 0 else y - y, y - y))
+    if abs(x) > 22.0:   # tanh(x) rounds to +-1; the imaginary part decays as exp(-2|x|)
+        e = math.exp(-abs(x))
+        return type(z)(complex(math.copysign(1.0, x), 4.0 * math.sin(y) * math.cos(y) * e * e))
+    t = math.tan(y)
+    beta = 1.0 + t * t
+    s = math.sinh(x)
+    rho = math.sqrt(1.0 + s * s)
+    den = 1.0 + beta * s * s
+    return type(z)(complex(beta * rho * s / den, t / den))
+
+
 @overload(tanh)
 def _tanh(a):
     if a == types.float32:
         return lambda a: _tanh_f32(a)
+    if isinstance(a, types.Complex):
+        return lambda a: _complex_tanh(a)
     return lambda a: np.tanh(a)
 
 

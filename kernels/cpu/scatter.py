@@ -104,7 +104,12 @@ def index_put(base: Tensor, adv: list[Any], value: Tensor, accumulate: bool) -> 
     arr = base._host
     idx = _np_index(adv)
     v = value._host.astype(arr.dtype, copy=False)
-    if accumulate:
-        np.add.at(arr, idx, v)
-    else:
-        arr[idx] = v
+    try:
+        if accumulate:
+            np.add.at(arr, idx, v)
+        else:
+            arr[idx] = v
+    except ValueError:  # NumPy's broadcast error, in PyTorch's words
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value._shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(arr[idx].shape)}"
+                           ) from None

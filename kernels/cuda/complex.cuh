@@ -131,6 +131,14 @@ __device__ __forceinline__ zd cosh(zd z) {
 }
 // tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y), saturating to +-1 for large |x|.
 __device__ __forceinline__ zd tanh(zd z) {
+    // C99's ctanh for the non-finite cases (as PyTorch): NaN + 0i keeps the 0, an infinite
+    // real part gives +-1 with a signed zero, an infinite or NaN imaginary part NaNs
+    // (x - x == 0 holds exactly for finite x; the header's isnan/isinf are not declared yet)
+    const bool re_finite = z.re - z.re == 0, im_finite = z.im - z.im == 0;
+    if (z.re != z.re) return zd(z.re, z.im == 0 ? z.im : z.re);
+    if (!re_finite) return zd(::copysign(1.0, z.re), ::copysign(0.0, im_finite ?
+                              ::sin(z.im) * ::cos(z.im) : 0.0));
+    if (!im_finite) return zd(z.re == 0 ? z.re : z.im - z.im, z.im - z.im);
     if (::fabs(z.re) > 20) return zd(::copysign(1.0, z.re), 4 * ::sin(z.im) * ::cos(z.im) *
                                                             ::exp(-2 * ::fabs(z.re)));
     const double d = ::cosh(2 * z.re) + ::cos(2 * z.im);

@@ -23,7 +23,7 @@ import gputensor.nn.functional as F
 from gputensor.autograd import derivatives, gradcheck, gradgradcheck
 from gputensor.kernels.registry import OPS
 
-from . import samples_fft, samples_linalg, samples_special
+from . import samples_fft, samples_linalg, samples_sampling, samples_special
 
 Sample = tuple[Callable[..., Any], tuple[Any, ...], str]
 SAMPLES: dict[str, Callable[[str], Sample]] = {}
@@ -611,6 +611,14 @@ def _joins(device: str) -> tuple:
             (_uniform(device, 2, 3), _uniform(device, 2, 3, seed=1)))
 
 
+@_sample("broadcast_tensors")
+def _broadcasts(device: str) -> tuple:
+    # each input is broadcast along a different dim, so both gradients are sums
+    return (gt.broadcast_tensors,
+            (_uniform(device, 2, 1), _uniform(device, 3, seed=1),
+             _uniform(device, 4, 1, 1, seed=2)))
+
+
 @_sample("repeat", "repeat_interleave")
 def _repeats(device: str) -> tuple:
     return (lambda x: (x.repeat(2, 1), gt.repeat_interleave(x, 2, dim=1)),
@@ -675,7 +683,7 @@ def _sparse_reductions(device: str) -> tuple:
 
 # -- the tests ------------------------------------------------------------------------------------
 # Samples of the issue-17 families live beside this file, one module per family.
-for _family in (samples_linalg, samples_fft, samples_special):
+for _family in (samples_linalg, samples_fft, samples_special, samples_sampling):
     SAMPLES.update(_family.SAMPLES)
 
 

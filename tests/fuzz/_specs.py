@@ -1080,6 +1080,15 @@ def _bernoulli(d: Drawer, name: str) -> Call:
     return Call(name, (x,), {}, "fn", "meta")
 
 
+@spec("binomial")
+def _binomial(d: Drawer) -> Call:
+    shape = d.shape()
+    count = d.tensor(shape, FLOATS, low=0, high=10, specials=False)
+    prob = d.tensor(shape, count.dtype if d.chance(0.9) else FLOATS, low=0, high=1,
+                    specials=False)
+    return Call("binomial", (count, prob), {}, "fn", "meta")
+
+
 @spec("multinomial")
 def _multinomial(d: Drawer) -> Call:
     p = d.tensor(d.shape(min_nd=1, max_nd=2), FLOATS, low=0, high=1, specials=False)

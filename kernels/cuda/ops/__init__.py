@@ -14,6 +14,7 @@ from . import (  # noqa: F401
     nn,
     optim,
     random,
+    random_gamma,
     reduce,
     scatter,
     shape,

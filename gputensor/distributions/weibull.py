@@ -1,0 +1,61 @@
+"""Two-parameter Weibull distribution."""
+from __future__ import annotations
+
+import gputensor as gt
+from gputensor.distributions import constraints
+from gputensor.distributions.exponential import Exponential
+from gputensor.distributions.transformed_distribution import TransformedDistribution
+from gputensor.distributions.transforms import AffineTransform, PowerTransform
+from gputensor.distributions.utils import broadcast_all, euler_constant
+
+__all__ = ["Weibull"]
+
+
+def _weibull_transforms(scale, concentration_reciprocal):
+    """Exponential(1) ** (1 / k) * scale is Weibull(scale, k)."""
+    return [PowerTransform(exponent=concentration_reciprocal),
+            AffineTransform(loc=0, scale=scale)]
+
+
+class Weibull(TransformedDistribution):
+    """Weibull distribution with scale ``scale`` and shape ``concentration``."""
+
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
+
+    def __init__(self, scale, concentration, validate_args: bool | None = None) -> None:
+        self.scale, self.concentration = broadcast_all(scale, concentration)
+        self.concentration_reciprocal = self.concentration.reciprocal()
+        base_dist = Exponential(gt.ones_like(self.scale), validate_args=validate_args)
+        super().__init__(base_dist, _weibull_transforms(self.scale, self.concentration_reciprocal),
+                         validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Weibull, _instance)
+        new.scale = self.scale.expand(batch_shape)
+        new.concentration = self.concentration.expand(batch_shape)
+        new.concentration_reciprocal = new.concentration.reciprocal()
+        base_dist = self.base_dist.expand(batch_shape)
+        transforms = _weibull_transforms(new.scale, new.concentration_reciprocal)
+        super(Weibull, new).__init__(base_dist, transforms, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.scale * gt.exp(gt.lgamma(1 + self.concentration_reciprocal))
+
+    @property
+    def mode(self):
+        return (self.scale * ((self.concentration - 1) / self.concentration)
+                ** self.concentration.reciprocal())
+
+    @property
+    def variance(self):
+        return self.scale.pow(2) * (
+            gt.exp(gt.lgamma(1 + 2 * self.concentration_reciprocal))
+            - gt.exp(2 * gt.lgamma(1 + self.concentration_reciprocal)))
+
+    def entropy(self):
+        return (euler_constant * (1 - self.concentration_reciprocal)
+                + gt.log(self.scale * self.concentration_reciprocal) + 1)

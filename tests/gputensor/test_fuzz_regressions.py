@@ -1,0 +1,392 @@
+"""Regressions for the differences from PyTorch that the registry fuzz guard found (issue 15):
+each test runs the fuzz case (or its smallest form) on gputensor and on PyTorch, on cpu and
+emulated cuda, and compares results, dtypes or the error raised."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import gputensor as gt
+from tests.helpers import assert_close, assert_same_error, torch
+
+pytestmark = pytest.mark.skipif(torch is None, reason="PyTorch (CPU) oracle not installed")
+
+INF, NAN = float("inf"), float("nan")
+Build = Callable[[Any, str], Any]
+
+
+def same_result(build: Build, device: str, **tol: float) -> None:
+    """``build(lib, device)`` gives the same values, dtype and shape in both libraries."""
+    assert_close(build(gt, device), build(torch, "cpu"), **tol)
+
+
+def same_error(build: Build, device: str) -> None:
+    assert_same_error(lambda: build(gt, device), lambda: build(torch, "cpu"))
+
+
+def t(lib: Any, device: str, data: Any, dtype: str | None = None) -> Any:
+    return lib.tensor(data, device=device, dtype=None if dtype is None else getattr(lib, dtype))
+
+
+# -- leaked internal errors ----------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["trapezoid", "cumulative_trapezoid"])
+def test_trapezoid_of_0d_raises_index_error(device: str, name: str) -> None:
+    same_error(lambda L, d: getattr(L, name)(t(L, d, 1.0)), device)
+    same_error(lambda L, d: getattr(L, name)(t(L, d, 1.0), x=t(L, d, 1.0)), device)
+
+
+@pytest.mark.parametrize("nan", [None, 2.5])
+def test_nan_to_num_nan_none_is_zero(device: str, nan: Any) -> None:
+    same_result(lambda L, d: L.nan_to_num(t(L, d, [1.0, NAN, INF]), nan=nan), device)
+    same_result(lambda L, d: L.nan_to_num(t(L, d, [1, 2]), nan=nan), device)
+
+
+def test_unique_consecutive_0d_with_dim(device: str) -> None:
+    same_error(lambda L, d: L.unique_consecutive(t(L, d, 1.0), dim=0), device)
+    with pytest.raises(RuntimeError, match="not implemented for 'ComplexFloat'"):  # dtype first
+        gt.unique(gt.tensor(1j, device=device), dim=0)
+
+
+def test_rand_like_float16_0d(device: str) -> None:
+    r = gt.rand_like(gt.tensor(1.0, dtype=gt.float16, device=device))
+    assert r.shape == () and r.dtype is gt.float16 and 0 <= r.item() < 1
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_topk_of_0d(device: str, k: int) -> None:
+    same_result(lambda L, d: tuple(L.topk(t(L, d, 1.5), k)), device)
+    same_error(lambda L, d: L.topk(t(L, d, 1.5), 2), device)
+
+
+def test_setitem_drops_leading_unit_dims_of_value(device: str) -> None:
+    def tensor_index(L: Any, d: str) -> Any:
+        x = L.zeros(1, device=d)
+        x[t(L, d, 0)] = t(L, d, [3.0])
+        return x
+
+    def int_index(L: Any, d: str) -> Any:
+        x = L.zeros(2, device=d)
+        x[0] = t(L, d, [[3.0]])
+        return x
+
+    same_result(tensor_index, device)
+    same_result(int_index, device)
+
+
+def test_setitem_value_shape_mismatch_is_runtime_error(device: str) -> None:
+    def put(L: Any, d: str) -> None:
+        x = L.zeros(3, device=d)
+        x[t(L, d, [0, 1])] = t(L, d, [1.0, 2.0, 3.0])
+    same_error(put, device)
+
+
+def test_setitem_value_checked_before_index(device: str) -> None:
+    def put(L: Any, d: str) -> None:
+        x = L.zeros((), dtype=L.uint8, device=d)
+        x[0] = -2.25
+    same_error(put, device)
+
+
+def test_setitem_leading_unit_dims_keep_gradient(device: str) -> None:
+    def grad(L: Any, d: str) -> Any:
+        x = L.zeros(3, device=d, requires_grad=True).clone()
+        v = L.ones(1, 1, device=d, requires_grad=True)
+        x[1] = v
+        (x * 2).sum().backward()
+        return v.grad
+    same_result(grad, device)
+
+
+# -- garbage results -----------------------------------------------------------------------------
+@pytest.mark.parametrize("index", ["True,True", "False,False", "True,False", "True,...,True",
+                                   "0,True,True", "None,True,None,False", "True,i,True"])
+def test_getitem_several_bools_add_one_dim(device: str, index: str) -> None:
+    def get(L: Any, d: str) -> Any:
+        x, i = L.arange(6, device=d).reshape(2, 3), t(L, d, [0, 1])  # noqa: F841 (eval)
+        return x[eval(index)]
+    same_result(get, device)
+
+
+def test_getitem_bool_is_a_copy(device: str) -> None:
+    x = gt.zeros(2, device=device)
+    x[True][0, 0] = 5
+    assert x.tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("case", [
+    ("add", "uint8", "int16", {"alpha": -3}, [255], [1]),
+    ("add", "int8", "int64", {}, [100], [100]),
+    ("mul", "uint8", "int32", {}, [200], [2]),
+    ("atan2", "bool", "float32", {}, [True], [0.3]),
+])
+def test_elementwise_out_of_wider_dtype_rounds_to_result_dtype(device: str, case: tuple) -> None:
+    name, dt, out_dt, kw, a, b = case
+    other = "float16" if name == "atan2" else dt
+
+    def run(L: Any, d: str) -> Any:
+        out = L.empty(1, dtype=getattr(L, out_dt), device=d)
+        getattr(L, name)(t(L, d, a, dt), t(L, d, b, other), out=out, **kw)
+        return out
+    same_result(run, device, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+def test_var_mean_of_complex_with_inf_keeps_finite_imaginary_mean(device: str,
+                                                                    name: str) -> None:
+    def run(L: Any, d: str) -> Any:
+        return getattr(L, name)(t(L, d, [1 + 1j, 3 - 2j, complex(-INF, 2.0)]), correction=0)
+    var, mean = run(gt, device)
+    tvar, tmean = run(torch, "cpu")
+    assert_close(var, tvar)
+    assert mean.imag.item() == pytest.approx(tmean.imag.item())
+    same_result(lambda L, d: getattr(L, name)(t(L, d, [[1 + 2j, 3 - 1j], [0.5j, 2]]), 1,
+                                              keepdim=True), device)
+    same_result(lambda L, d: getattr(L, name)(L.ones(2, 0, dtype=L.complex64, device=d), 1),
+                device)
+
+
+def test_var_mean_of_complex_gradient(device: str) -> None:
+    def grad(L: Any, d: str) -> Any:
+        x = t(L, d, [[1 + 2j, 3 - 1j], [0.5j, 2]], "complex128").requires_grad_(True)
+        s, m = L.std_mean(x, 1)
+        (s.sum() + m.abs().sum()).backward()
+        return x.grad
+    same_result(grad, device)
+
+
+def test_diff_n0_returns_the_input(device: str) -> None:
+    same_result(lambda L, d: L.diff(t(L, d, [1.0, 2.0]), n=0, prepend=t(L, d, [5.0])), device)
+    same_error(lambda L, d: L.diff(L.ones(2, 2, device=d), n=0, dim=0,
+                                   append=L.ones(3, 3, device=d)), device)
+    same_error(lambda L, d: L.diff(L.ones(2, 2, device=d), n=1, dim=0,
+                                   append=L.ones(3, device=d)), device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_tanh_at_large_and_special_values(device: str, dtype: str) -> None:
+    values = [complex(400, 1), complex(-30, 2), complex(20, 1e30), complex(0.5, 0.3),
+              complex(INF, 2), complex(-INF, INF), complex(NAN, 0), complex(NAN, 1),
+              complex(1, INF), complex(0, INF), complex(-700, -3), 0j]
+    same_result(lambda L, d: L.tanh(t(L, d, values, dtype)), device)
+
+
+@pytest.mark.parametrize("args", [(0, 2.5, 2, 2, "uint8"), (-1, 3.3, 5, 3, "int64"),
+                                  (0, INF, 3, 2, "float32"), (-5, INF, 1, 10, "int64"),
+                                  (1, 2, 0, 10, "int32"), (0, 1, 4, 10, "float16")])
+def test_logspace_steps_like_pytorch(device: str, args: tuple) -> None:
+    start, end, steps, base, dtype = args
+    same_result(lambda L, d: L.logspace(start, end, steps, base=base,
+                                        dtype=getattr(L, dtype), device=d), device)
+
+
+@pytest.mark.parametrize("args", [(0, INF, 2, "float16"), (0, INF, 3, "float32"),
+                                  (-INF, 1, 3, "float32"), (1, INF, 1, "float32"),
+                                  (-1, 3.3, 5, "uint8"), (2, -7, 5, "uint8"),
+                                  (1 + 2j, 3, 5, None)])
+def test_linspace_steps_like_pytorch(device: str, args: tuple) -> None:
+    start, end, steps, dtype = args
+    same_result(lambda L, d: L.linspace(start, end, steps, device=d,
+                                        dtype=None if dtype is None else getattr(L, dtype)),
+                device)
+
+
+def test_range_factories_refuse_complex_ends_for_real_dtypes(device: str) -> None:
+    same_error(lambda L, d: L.linspace(1 + 2j, 3, 5, dtype=L.float32, device=d), device)
+    same_error(lambda L, d: L.linspace(-1.5, 3, 5, dtype=L.uint8, device=d), device)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32", "int64", "bool", "float16"])
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_of_empty_tensor(device: str, dtype: str, name: str) -> None:
+    same_result(lambda L, d: getattr(L, name)(L.ones(0, dtype=getattr(L, dtype), device=d)),
+                device)
+
+
+def test_clamp_bool_by_one_tensor_bound(device: str) -> None:
+    b = [True, False]
+    same_result(lambda L, d: L.clamp(t(L, d, b), min=t(L, d, True)), device)
+    same_result(lambda L, d: L.clamp_max(t(L, d, b), t(L, d, [False, True])), device)
+    same_result(lambda L, d: t(L, d, b).clamp_(min=t(L, d, [False, True])), device)
+    same_result(lambda L, d: L.clamp(t(L, d, b), 0, 0), device)
+    for bounds in ({"min": True}, {"min": True, "max": False},
+                   {"min": t(torch, "cpu", b), "max": t(torch, "cpu", False)}):
+        with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+            gt.clamp(gt.tensor(b, device=device),
+                     **{k: gt.tensor(v.tolist(), device=device) if hasattr(v, "tolist") else v
+                        for k, v in bounds.items()})
+
+
+def test_logit_of_bool(device: str) -> None:
+    same_result(lambda L, d: L.logit(t(L, d, [True, False])), device)
+    same_result(lambda L, d: L.logit(t(L, d, [True, False]), eps=0.1), device)
+
+
+def test_where_takes_a_uint8_condition(device: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_result(lambda L, d: L.where(t(L, d, [1, 0, 2], "uint8"), L.ones(3, device=d),
+                                         L.zeros(3, device=d)), device)
+    with pytest.warns(UserWarning, match="uint8 condition"):
+        gt.where(gt.tensor([1, 0], dtype=gt.uint8, device=device), 1.0, 0.0)
+
+
+def test_put_into_0d_with_repeated_index(device: str) -> None:
+    same_result(lambda L, d: t(L, d, 1.0).put(t(L, d, [0, -1]), t(L, d, [5.0, 7.0]), True),
+                device)
+
+    def grad(L: Any, d: str) -> Any:
+        x = t(L, d, 1.0).requires_grad_(True)
+        s = t(L, d, [5.0, 7.0]).requires_grad_(True)
+        y = x.clone() * 2
+        y.put_(t(L, d, [0, -1]), s, True)
+        (y * 3).backward()
+        return x.grad, s.grad
+    same_result(grad, device)
+
+
+def test_logsumexp_of_complex(device: str) -> None:
+    data = [[1 + 1j, 2 - 1j], [complex(INF, 0), 1j]]
+    same_result(lambda L, d: L.logsumexp(t(L, d, data), 1), device)
+    same_result(lambda L, d: L.logsumexp(t(L, d, data), 0, keepdim=True), device)
+    same_result(lambda L, d: L.logsumexp(L.ones(0, 2, dtype=L.complex64, device=d), 0), device)
+
+    def grad(L: Any, d: str) -> Any:
+        x = t(L, d, [[1 + 1j, 2 - 1j], [3 + 0j, 1j]], "complex128").requires_grad_(True)
+        L.logsumexp(x, 1).abs().sum().backward()
+        return x.grad
+    same_result(grad, device)
+
+
+# -- result dtypes --------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int32", "int64"])
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_trapezoid_dtypes(device: str, dtype: str, n: int) -> None:
+    for name in ("trapezoid", "cumulative_trapezoid"):
+        def run(L: Any, d: str, name: str = name) -> Any:
+            return getattr(L, name)(L.ones(2, n, dtype=getattr(L, dtype), device=d))
+        if dtype == "bool" and (n or name == "cumulative_trapezoid"):
+            same_error(run, device)
+        else:
+            same_result(run, device)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int16", "int32", "float16"])
+def test_nansum_of_integers_is_int64(device: str, dtype: str) -> None:
+    same_result(lambda L, d: L.nansum(L.ones(2, 3, dtype=getattr(L, dtype), device=d)), device)
+    same_result(lambda L, d: L.nansum(L.ones(2, 3, dtype=getattr(L, dtype), device=d), 1),
+                device)
+
+
+@pytest.mark.parametrize("wdtype", ["float32", "float16", "int32", "bool"])
+def test_bincount_of_empty_input_is_int64(device: str, wdtype: str) -> None:
+    same_result(lambda L, d: L.bincount(L.ones(0, dtype=L.int64, device=d),
+                                        weights=L.ones(0, dtype=getattr(L, wdtype), device=d),
+                                        minlength=2), device)
+
+
+def test_addr_result_dtype_follows_the_tensors(device: str) -> None:
+    def run(beta: Any, alpha: Any, dtype: str = "bool") -> Build:
+        vals = ([[1, 0], [0, 0]], [1, 0], [1, 1])
+        return lambda L, d: L.addr(*(t(L, d, v, dtype) for v in vals), beta=beta, alpha=alpha)
+    same_result(run(0, 2), device)
+    same_result(run(True, True), device)
+    same_result(run(1, 1), device)
+    same_result(run(2, 3, "int32"), device)
+    same_result(run(0.5, 2, "float32"), device)
+    same_error(run(True, False, "int64"), device)
+    same_error(run(0.5, 2, "int64"), device)
+
+
+def test_block_diag_promotes_0d_tensors_as_0d(device: str) -> None:
+    same_result(lambda L, d: L.block_diag(t(L, d, True), t(L, d, 1.5, "float16"),
+                                          L.ones(0, dtype=L.bfloat16, device=d)), device)
+    same_result(lambda L, d: L.block_diag(t(L, d, 1), t(L, d, [1], "uint8")), device)
+
+
+# -- exception types and the order of checks -----------------------------------------------------
+ERROR_CASES: dict[str, Build] = {
+    "narrow_past_end": lambda L, d: L.arange(5, device=d).narrow(0, 3, 4),
+    "narrow_start": lambda L, d: L.arange(5, device=d).narrow(0, 6, 0),
+    "narrow_length": lambda L, d: L.arange(5, device=d).narrow(0, 6, -1),
+    "kthvalue_empty_dim": lambda L, d: L.kthvalue(L.ones(2, 0, device=d), 5),
+    "kthvalue_bool": lambda L, d: L.kthvalue(t(L, d, [True, False]), 1),
+    "topk_k_before_dtype": lambda L, d: L.topk(L.ones(2, dtype=L.complex64, device=d), 3),
+    "adjoint_1d": lambda L, d: L.ones(3, device=d).adjoint(),
+    "aminmax_empty_dim": lambda L, d: L.aminmax(L.ones(2, 0, device=d), dim=1),
+    "gather_out_of_range": lambda L, d: L.gather(L.ones(3, device=d), 0, t(L, d, [5])),
+    "scatter_out_of_range": lambda L, d: L.scatter(L.ones(3, device=d), 0, t(L, d, [-1]),
+                                                   L.ones(1, device=d)),
+    "scatter_add_dim_first": lambda L, d: L.scatter_add(L.ones(3, device=d), 3, t(L, d, [0.0]),
+                                                        L.ones(1, device=d)),
+    "argmax_empty": lambda L, d: L.argmax(L.ones(0, device=d)),
+    "argmin_empty": lambda L, d: L.argmin(L.ones(2, 0, device=d)),
+    "max_empty_complex": lambda L, d: L.max(L.ones(0, dtype=L.complex64, device=d)),
+    "min_empty_dim_complex": lambda L, d: L.min(L.ones(2, 0, dtype=L.complex64, device=d), 1),
+    "logcumsumexp_dim_first": lambda L, d: L.logcumsumexp(L.ones(3, dtype=L.int64, device=d), 4),
+    "softmax_dim_first": lambda L, d: L.softmax(L.ones(3, dtype=L.int64, device=d), 4),
+    "log_softmax_dim_first": lambda L, d: L.log_softmax(L.ones(3, dtype=L.int64, device=d), 4),
+    "movedim_range_first": lambda L, d: L.movedim(L.ones(2, 3, device=d), (0, 0), (5, 1)),
+    "movedim_repeat_0d": lambda L, d: L.movedim(t(L, d, 1.0), (0, 0), (0, 0)),
+    "flip_repeat_first": lambda L, d: L.flip(L.ones(2, 3, device=d), (0, 0, 5)),
+    "renorm_1d": lambda L, d: L.renorm(L.ones(3, device=d), 2, 3, 1.0),
+    "renorm_0d": lambda L, d: L.renorm(t(L, d, 1.0), 2, 0, 1.0),
+    "repeat_no_sizes": lambda L, d: L.ones(3, device=d).repeat(),
+    "index_add_0d_source": lambda L, d: L.index_add(t(L, d, True), 0, t(L, d, [], "int64"),
+                                                    t(L, d, False)),
+    "index_add_source_rank": lambda L, d: L.index_add(t(L, d, 1.0), 0, t(L, d, [0]),
+                                                      t(L, d, [2.0])),
+    "index_copy_scalar_source": lambda L, d: L.index_copy(t(L, d, True), 0, t(L, d, [], "int64"),
+                                                          t(L, d, 2, "uint8")),
+    "index_reduce_0d": lambda L, d: L.index_reduce(t(L, d, False), 0, t(L, d, [], "int64"),
+                                                   t(L, d, False), "prod"),
+    "index_reduce_dim": lambda L, d: L.index_reduce(L.ones(0, 0, dtype=L.bool, device=d), 1,
+                                                    t(L, d, [], "int64"), t(L, d, False), "prod"),
+    "index_reduce_bool": lambda L, d: L.index_reduce(L.ones(3, dtype=L.bool, device=d), 0,
+                                                     t(L, d, [5]), L.ones(1, dtype=L.bool,
+                                                                          device=d), "prod"),
+    "index_select_0d_count": lambda L, d: L.index_select(t(L, d, True), 0, t(L, d, [], "int64")),
+    "index_select_empty_dim": lambda L, d: L.index_select(L.ones(0, 0, device=d), 0,
+                                                          t(L, d, [1])),
+    "index_select_empty_1d": lambda L, d: L.index_select(L.ones(0, device=d), 0, t(L, d, [1])),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERROR_CASES))
+def test_error_type_and_order_match_pytorch(device: str, case: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # index_reduce's beta warning
+        build = ERROR_CASES[case]
+        with pytest.raises(Exception) as want:
+            build(torch, "cpu")
+        with pytest.raises(Exception) as got:
+            build(gt, device)
+    # the builtin family (NotImplementedError is a RuntimeError, as PyTorch's)
+    assert isinstance(got.value, type(want.value)) or isinstance(want.value, type(got.value)), \
+        f"{type(got.value).__name__}: {got.value} | torch {type(want.value).__name__}: " \
+        f"{want.value}"
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_kthvalue_of_0d_any_dtype(device: str, k: int) -> None:
+    for value in (True, 1j, 2.5):
+        def run(L: Any, d: str, value: Any = value) -> Any:
+            return tuple(L.kthvalue(t(L, d, value), k))
+        if k == 1:
+            same_result(run, device)
+        else:
+            same_error(run, device)
+
+
+@pytest.mark.parametrize("a,b", [("float16", "uint8"), ("int64", "int64"), ("float16", "float32"),
+                                 ("bfloat16", "int32"), ("int32", "float16")])
+def test_ldexp_result_dtype_follows_torch(device: str, a: str, b: str) -> None:
+    for sa, sb in (((2,), (2,)), ((2,), ()), ((), (2,))):
+        want = torch.ldexp(torch.ones(sa, dtype=getattr(torch, a)),
+                           torch.full(sb, 3, dtype=getattr(torch, b)))
+        got = gt.ldexp(gt.ones(sa, dtype=getattr(gt, a), device=device),
+                       gt.full(sb, 3, dtype=getattr(gt, b), device=device))
+        assert got.dtype.name == str(want.dtype).split(".")[1] and got.tolist() == want.tolist()
