@@ -184,7 +184,9 @@ def ldexp(input: Tensor, other: Tensor) -> Tensor:
     dt = gt.result_type(input, other)
     if not (dt.is_floating_point or dt.is_complex):
         dt = gt.get_default_dtype()
-    return gt.mul(input, gt.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other))
+    # Both operands in that dtype first: an int32 input past float16's range is inf there,
+    # and inf * 2**-inf is NaN, as in PyTorch.
+    return gt.mul(input.to(dt), gt.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other))
 
 
 @tensor_method()
