@@ -116,6 +116,11 @@ def _scalar_out_of_range(call: Call, device: str) -> bool:
 
 
 INTENDED: list[Intended] = [
+    _bug("ldexp", "mismatch", r"values differ", "ldexp with a floating exponent of a lower "
+         "precision than the input: PyTorch rounds 2**other in the exponent's dtype first"),
+    *(_bug(name, "mismatch", r"values differ", "var/std moments with inf or huge complex "
+           "entries differ from PyTorch's Welford update (found after the session-8 fixes)")
+      for name in ("std_mean", "var_mean")),
     *(Intended(name, "mismatch", r"values differ", "the mean/variance of input whose sum "
                "cancels (e.g. -1e30, 1e30 and O(1) values in one reduction) is below the "
                "inputs' rounding error either way; the digits left depend on the summation "
