@@ -13,6 +13,7 @@ from typing import Any
 import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.kernels.registry import OPS
 
 from ._core import op, result_type, tensor_method
 
@@ -177,21 +178,52 @@ def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     return gt.where(both_inf, hi, out)
 
 
+# ldexp's exponents past these give the same result as these (0 or inf) for every float dtype.
+_LDEXP_CLAMP = 2200
+
+
+def _ldexp_int_exponent(input: Tensor, other: Any) -> bool:
+    """PyTorch's std::ldexp path: a floating input with integer (or bool) exponents."""
+    return (isinstance(other, Tensor) and input.is_floating_point()
+            and not (other.is_floating_point() or other.is_complex()))
+
+
+def _ldexp_power(input: Tensor, other: Any) -> Any:
+    """PyTorch's _pow2: 2**other for an integral or float32 input, else 2 in the input's
+    dtype raised to other (so a float16 exponent of a float64 input is rounded in float16)."""
+    if not input.is_floating_point() and not input.is_complex() or input.dtype is gt.float32:
+        return gt.pow(2.0, other)
+    return gt.full((), 2.0, dtype=input.dtype, device=input.device).pow(other)
+
+
+def _wrapped_exponent(other: Tensor) -> Tensor:
+    if other.dtype is gt.bool:  # PyTorch's kernel dispatches on integer types only
+        raise NotImplementedError('"ldexp_cpu_exp" not implemented for \'Bool\'')
+    # C's int conversion: int64 exponents keep their low 32 bits, as PyTorch's std::ldexp call.
+    return other.to(gt.int32).clamp(-_LDEXP_CLAMP, _LDEXP_CLAMP)
+
+
 @op(inplace=True)
 def ldexp(input: Tensor, other: Tensor) -> Tensor:
-    """``input * 2**other`` in the operands' promoted dtype (the default float dtype when both
-    are integers), as PyTorch: float16 input with integer exponents stays float16."""
-    dt = gt.result_type(input, other)
-    if not (dt.is_floating_point or dt.is_complex):
-        dt = gt.get_default_dtype()
-    # Both operands in that dtype first: an int32 input past float16's range is inf there,
-    # and inf * 2**-inf is NaN, as in PyTorch.
-    return gt.mul(input.to(dt), gt.pow(2.0, other.to(dt) if isinstance(other, Tensor) else other))
+    """``input * 2**other`` as PyTorch computes it: exactly (C's ldexp, in the input's dtype)
+    for a floating input with integer exponents, else ``mul(input, _pow2(input, other))``."""
+    if _ldexp_int_exponent(input, other):
+        return OPS["_ldexp_int"].frontend(input, _wrapped_exponent(other))
+    power = _ldexp_power(input, other)
+    dt = gt.result_type(input, power)
+    # The input goes to the result dtype first because mul computes float16 in float32: an
+    # int32 input past float16's range is inf there, and inf * 2**-inf is NaN, as in PyTorch.
+    return gt.mul(input.to(dt) if dt.is_floating_point or dt.is_complex else input, power)
 
 
 @tensor_method()
 def ldexp_(self: Tensor, other: Tensor) -> Tensor:
-    return self.mul_(gt.pow(2.0, other))
+    if not (self.is_floating_point() or self.is_complex()):
+        raise RuntimeError(f"ldexp can't be cast to the desired output type "
+                           f"{self.dtype.legacy_name}")
+    if _ldexp_int_exponent(self, other):
+        return OPS["_ldexp_int"].inplace_fn(self, _wrapped_exponent(other))
+    return self.mul_(_ldexp_power(self, other))
 
 
 @op(differentiable=False)

@@ -472,10 +472,12 @@ elementwise("hypot", "hypot(a, b)", B, "float", flops=10, no_complex=True,
             grad=("g * a / out", "g * b / out"))
 elementwise("copysign", "copysign(a, b)", B, "float", no_complex=True,
             grad=("masked(g * out / a, a != 0)", "g * 0"))
-# log(exp(a) + exp(b)) without overflow; equal operands (infinities included) give a + log 2.
-elementwise("logaddexp", "a + 0.6931471805599453 if a == b else "
-            "maximum(a, b) + log1p(exp(-abs(a - b)))", B, "float", flops=25, no_complex=True,
-            grad=("g * (a - b).sigmoid()", "g * (b - a).sigmoid()"))
+# ldexp's integer-exponent path (b: int32-wrapped, clamped exponents carried in a's dtype).
+elementwise("_ldexp_int", "ldexp_int(a, b)", B, method=False, no_complex=True,
+            grad=("g.ldexp(b)", None))
+# log(exp(a) + exp(b)) without overflow (the scalar function has PyTorch's complex form).
+elementwise("logaddexp", "logaddexp(a, b)", B, "float", flops=25,
+            grad=("g * cj((a - b).sigmoid())", "g * cj((b - a).sigmoid())"))
 elementwise("xlogy", "0.0 if a == 0 and b == b else a * log(b)", B, "float", flops=20,
             no_complex=True, grad=("masked(g * b.log(), (a != 0) | (b > 0))", "g * a / b"))
 elementwise("heaviside", "b if a == 0 else (a > 0)", B, no_complex=True)

@@ -204,6 +204,27 @@ def _binomial_kernel(count: np.ndarray, prob: np.ndarray, out: np.ndarray, k0: A
 
 # -- reparameterisation gradients -----------------------------------------------------------------
 @njit(cache=True)
+def _lentz_step(a: float, a_a: float, b: float, b_a: float, c: float, c_a: float, d: float,
+                d_a: float, h: float, h_a: float) -> tuple:
+    """One step of Lentz's method for the continued fraction b0 + a1/(b1 + a2/(b2 + ...)),
+    carrying each quantity's derivative (the ``_a`` twins) along: returns the new
+    (c, c_a, d, d_a, h, h_a) and the step's factor (delta, delta_a)."""
+    tiny = 1e-300
+    d_a = a_a * d + a * d_a + b_a
+    d = a * d + b
+    if abs(d) < tiny:
+        d = tiny
+    c_a = b_a + (a_a * c - a * c_a) / (c * c)
+    c = b + a / c
+    if abs(c) < tiny:
+        c = tiny
+    d = 1.0 / d
+    d_a = -d_a * d * d
+    delta, delta_a = d * c, d_a * c + d * c_a
+    return c, c_a, d, d_a, h * delta, h_a * delta + h * delta_a, delta, delta_a
+
+
+@njit(cache=True)
 def _gamma_grad_one(alpha: float, x: float) -> float:
     """dx/dalpha for x ~ Gamma(alpha, 1): -(dP(alpha, x)/dalpha) / pdf(x)."""
     if not x > 0.0 or math.isinf(x):
@@ -227,21 +248,9 @@ def _gamma_grad_one(alpha: float, x: float) -> float:
     d_a = -b_a * d * d
     h, h_a = d, d_a
     for i in range(1, _MAX_TERMS):
-        an, an_a = -i * (i - alpha), float(i)
         b += 2.0
-        d_a = an_a * d + an * d_a + b_a
-        d = an * d + b
-        if abs(d) < tiny:
-            d = tiny
-        c_a = b_a + (an_a * c - an * c_a) / (c * c)
-        c = b + an / c
-        if abs(c) < tiny:
-            c = tiny
-        d = 1.0 / d
-        d_a = -d_a * d * d
-        delta, delta_a = d * c, d_a * c + d * c_a
-        h_a = h_a * delta + h * delta_a
-        h *= delta
+        c, c_a, d, d_a, h, h_a, delta, delta_a = _lentz_step(
+            -i * (i - alpha), float(i), b, b_a, c, c_a, d, d_a, h, h_a)
         if abs(delta - 1.0) < _EPS and abs(delta_a) < _EPS * (1.0 + abs(h_a / h)):
             break
     return x * ((math.log(x) - digamma(alpha)) * h + h_a)
@@ -270,21 +279,9 @@ def _beta_cf(p: float, q: float, y: float, dp: float, dq: float) -> tuple:
                 num_a = -(dp * (p + q + m) + (p + m) * (dp + dq)) * y
                 r1, r2 = p + 2.0 * m, p + 2.0 * m + 1.0
             den = r1 * r2
-            aa = num / den
             aa_a = (num_a * den - num * dp * (r1 + r2)) / (den * den)
-            d_a = aa_a * d + aa * d_a
-            d = 1.0 + aa * d
-            if abs(d) < tiny:
-                d = tiny
-            c_a = (aa_a * c - aa * c_a) / (c * c)
-            c = 1.0 + aa / c
-            if abs(c) < tiny:
-                c = tiny
-            d = 1.0 / d
-            d_a = -d_a * d * d
-            delta, delta_a = d * c, d_a * c + d * c_a
-            h_a = h_a * delta + h * delta_a
-            h *= delta
+            c, c_a, d, d_a, h, h_a, delta, delta_a = _lentz_step(
+                num / den, aa_a, 1.0, 0.0, c, c_a, d, d_a, h, h_a)
         if abs(delta - 1.0) < _EPS and abs(delta_a) < _EPS * (1.0 + abs(h_a / h)):
             break
     return h, h_a

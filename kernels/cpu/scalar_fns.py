@@ -10,6 +10,7 @@ here give PyTorch's answer.
 
 from __future__ import annotations
 
+import cmath
 import math
 from collections.abc import Callable
 
@@ -78,6 +79,7 @@ real = _vocab("real")
 abs2 = _vocab("abs2")
 round_decimals = _vocab("round_decimals")
 nan_to_num = _vocab("nan_to_num")
+logaddexp = _vocab("logaddexp")
 # float32 through kernels/cpu/fast_math.py (vectorisable, within 1.6 ulp); NumPy's otherwise.
 exp = _vocab("exp")
 tanh = _vocab("tanh")
@@ -282,7 +284,42 @@ def _complex_pow(a, b):
             x = x * x
             n >>= 1
         return _complex_div(complex(1.0, 0.0), complex(r)) if bc.real < 0 else r
-    return a ** b
+    # PyTorch's exp(b * log(a)), with C99's complex product and exp (their special values).
+    la = cmath.log(a)
+    re, im = _mul_c99(b.real, b.imag, la.real, la.imag)
+    return cmath.exp(type(a)(complex(re, im)))
+
+
+@njit(cache=True)
+def _mul_c99(a, b, c, d):
+    """(a + bi)(c + di) as C99 Annex G's __muldc3: a NaN result with an infinite factor is
+    recovered as the infinity the product tends to ((-inf + inf i) * 0.7 is -inf + inf i)."""
+    x, y = a * c - b * d, a * d + b * c
+    if not (math.isnan(x) and math.isnan(y)):
+        return x, y
+    recalc = False
+    if math.isinf(a) or math.isinf(b):
+        a = math.copysign(1.0 if math.isinf(a) else 0.0, a)
+        b = math.copysign(1.0 if math.isinf(b) else 0.0, b)
+        c = math.copysign(0.0, c) if math.isnan(c) else c
+        d = math.copysign(0.0, d) if math.isnan(d) else d
+        recalc = True
+    if math.isinf(c) or math.isinf(d):
+        c = math.copysign(1.0 if math.isinf(c) else 0.0, c)
+        d = math.copysign(1.0 if math.isinf(d) else 0.0, d)
+        a = math.copysign(0.0, a) if math.isnan(a) else a
+        b = math.copysign(0.0, b) if math.isnan(b) else b
+        recalc = True
+    if not recalc and (math.isinf(a * c) or math.isinf(b * d) or math.isinf(a * d)
+                       or math.isinf(b * c)):
+        a = math.copysign(0.0, a) if math.isnan(a) else a
+        b = math.copysign(0.0, b) if math.isnan(b) else b
+        c = math.copysign(0.0, c) if math.isnan(c) else c
+        d = math.copysign(0.0, d) if math.isnan(d) else d
+        recalc = True
+    if recalc:
+        return math.inf * (a * c - b * d), math.inf * (a * d + b * c)
+    return x, y
 
 
 @njit(cache=True)
@@ -367,6 +404,31 @@ def _mod(a, b):
     return lambda a, b: a % b
 
 
+# -- logaddexp -------------------------------------------------------------------------------
+@overload(logaddexp)
+def _logaddexp(a, b):
+    if _any_complex(a, b):
+        def impl(a, b):
+            # PyTorch's _log_add_exp_helper: the operands ordered by real part (a NaN operand
+            # first), NaN in either part infectious, equal infinite real parts without inf - inf.
+            lo, hi = b, a
+            if isnan(b):
+                lo, hi = b, b
+            elif isnan(a):
+                lo, hi = a, a
+            elif a.real < b.real:
+                lo, hi = a, b
+            if isnan(lo):
+                return hi - hi + complex(math.nan, math.nan)
+            if not math.isfinite(lo.real) and lo.real == hi.real:
+                return lo if lo.real < 0 else np.log(np.exp(lo) + np.exp(hi))
+            return np.log1p(np.exp(lo - hi)) + hi
+        return impl
+    # Equal operands (infinities included) give a + log 2.
+    return lambda a, b: (a + 0.6931471805599453 if a == b
+                         else maximum(a, b) + np.log1p(np.exp(-abs(a - b))))
+
+
 # -- min/max ---------------------------------------------------------------------------------
 @njit(cache=True)
 def maximum(a, b):
@@ -410,6 +472,12 @@ def _round_decimals(a, decimals):
 def relu(a):
     # 0 for negatives, else the input: keeps NaN and -0.0 (a * 0 would turn -inf into NaN).
     return 0 if a < 0 else a
+
+
+@njit(cache=True)
+def ldexp_int(a, b):
+    # a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped.
+    return math.ldexp(a, int(b))
 
 
 @njit(cache=True)

@@ -111,6 +111,10 @@ __device__ __forceinline__ complex<T> nan_to_num(complex<T> a, P nan, P posinf, 
 namespace cplx {
 typedef complex<double> zd;
 __device__ __forceinline__ zd exp(zd z) {
+    if (gt::isinf(z.re) && !gt::isfinite(z.im)) {
+        // C99's cexp(-inf + i inf or nan) = 0, cexp(+inf + i inf or nan) = inf + i nan
+        return z.re < 0 ? zd(0, 0) : zd(z.re, __longlong_as_double(0x7ff8000000000000LL));
+    }
     const double e = ::exp(z.re);
     return z.im == 0 ? zd(e, z.im) : zd(e * ::cos(z.im), e * ::sin(z.im));
 }
@@ -175,6 +179,33 @@ __device__ __forceinline__ zd expm1(zd z) {
 __device__ __forceinline__ zd log1p(zd z) {
     return zd(0.5 * ::log1p(z.re * (2 + z.re) + z.im * z.im), ::atan2(z.im, 1 + z.re));
 }
+// (a + bi)(c + di) as C99 Annex G's __muldc3: a NaN result with an infinite factor is
+// recovered as the infinity the product tends to ((-inf + inf i) * 0.7 is -inf + inf i).
+__device__ __forceinline__ double c99_unit(double v, bool inf) {
+    return ::copysign(inf ? 1.0 : 0.0, v);
+}
+__device__ __forceinline__ double c99_nan0(double v) { return v != v ? ::copysign(0.0, v) : v; }
+__device__ __forceinline__ zd mul_c99(zd p, zd q) {
+    double a = p.re, b = p.im, c = q.re, d = q.im;
+    const double x = a * c - b * d, y = a * d + b * c;
+    if (!(x != x && y != y)) return zd(x, y);
+    bool recalc = false;
+    if (gt::isinf(a) || gt::isinf(b)) {
+        a = c99_unit(a, gt::isinf(a)); b = c99_unit(b, gt::isinf(b));
+        c = c99_nan0(c); d = c99_nan0(d); recalc = true;
+    }
+    if (gt::isinf(c) || gt::isinf(d)) {
+        c = c99_unit(c, gt::isinf(c)); d = c99_unit(d, gt::isinf(d));
+        a = c99_nan0(a); b = c99_nan0(b); recalc = true;
+    }
+    if (!recalc && (gt::isinf(a * c) || gt::isinf(b * d) || gt::isinf(a * d) ||
+                    gt::isinf(b * c))) {
+        a = c99_nan0(a); b = c99_nan0(b); c = c99_nan0(c); d = c99_nan0(d); recalc = true;
+    }
+    if (!recalc) return zd(x, y);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    return zd(inf * (a * c - b * d), inf * (a * d + b * c));
+}
 // 0 ** b as PyTorch: 0 for Re(b) > 0, 1 for b == 0, inf+nanj for Re(b) < 0, else nan.
 __device__ __forceinline__ zd pow(zd a, zd b) {
     if (a.re == 0 && a.im == 0) {
@@ -195,7 +226,7 @@ __device__ __forceinline__ zd pow(zd a, zd b) {
         }
         return b.re < 0 ? zd(1, 0) / r : r;
     }
-    return exp(b * log(a));
+    return exp(mul_c99(b, log(a)));
 }
 }  // namespace cplx
 
@@ -214,6 +245,20 @@ GT_CPLX1(exp2, cplx::exp(z * 0.6931471805599453))
 GT_CPLX1(log2, cplx::log(z) * 1.4426950408889634)
 GT_CPLX1(log10, cplx::log(z) * 0.4342944819032518)
 #undef GT_CPLX1
+// PyTorch's _log_add_exp_helper: the operands ordered by real part (a NaN operand first),
+// NaN in either part infectious, equal infinite real parts handled without inf - inf.
+template <class T> __device__ __forceinline__ complex<T> logaddexp(complex<T> a, complex<T> b) {
+    complex<T> lo = b, hi = a;
+    if (isnan(b)) { lo = hi = b; }
+    else if (isnan(a)) { lo = hi = a; }
+    else if (a.re < b.re) { lo = a; hi = b; }
+    if (isnan(lo)) {
+        const T nan = T(__longlong_as_double(0x7ff8000000000000LL));
+        return complex<T>(nan, nan);
+    }
+    if (!isfinite(lo.re) && lo.re == hi.re) return lo.re < 0 ? lo : log(exp(lo) + exp(hi));
+    return log1p(exp(lo - hi)) + hi;
+}
 template <class T> __device__ __forceinline__ complex<T> ipow(complex<T> a, complex<T> b) {
     return complex<T>(cplx::pow(cplx::zd(a), cplx::zd(b)));
 }

@@ -54,6 +54,7 @@ VOCABULARY = frozenset({
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
     "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp", "abs2",
+    "ldexp_int", "logaddexp",
     # torch.special (special_fns.cuh)
     "lgamma", "digamma", "trigamma", "polygamma", "zeta", "mvlgamma", "erfc", "erfinv",
     "erfcx", "igamma", "igammac", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e",

@@ -286,6 +286,12 @@ template <class A, class B> __device__ __forceinline__ auto minimum(A a, B b) {
     if (isnan(b)) return static_cast<R>(b);
     return a <= b ? static_cast<R>(a) : static_cast<R>(b);
 }
+// log(exp(a) + exp(b)) without overflow; equal operands (infinities included) give a + log 2.
+template <class T> __device__ __forceinline__ auto logaddexp(T a, T b) {
+    typedef decltype(maximum(a, b) + log1p(exp(-pyabs(a - b)))) R;
+    return a == b ? static_cast<R>(a + 0.6931471805599453)
+                  : static_cast<R>(maximum(a, b) + log1p(exp(-pyabs(a - b))));
+}
 // Python's min/max builtins: the first argument unless the second compares strictly better.
 template <class A, class B> __device__ __forceinline__ auto pymin(A a, B b) {
     typedef decltype(a + b) R;
@@ -315,6 +321,9 @@ template <class T, class D> __device__ __forceinline__ T round_decimals(T a, D d
 // ---- activations and special functions ------------------------------------------------------
 // 0 for negatives, else the input: keeps NaN and -0.0.
 template <class T> __device__ __forceinline__ T relu(T a) { return a < 0 ? T(0) : a; }
+// a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped.
+__device__ __forceinline__ float ldexp_int(float a, float b) { return ::ldexpf(a, (int)b); }
+__device__ __forceinline__ double ldexp_int(double a, double b) { return ::ldexp(a, (int)b); }
 template <class T> __device__ __forceinline__ auto rsqrt(T a) {
     auto s = sqrt(a);
     return decltype(s)(1) / s;

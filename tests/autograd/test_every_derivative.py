@@ -166,6 +166,12 @@ def _binary_math(device: str) -> tuple:
             (_signed(device, 4), _signed(device, 4, seed=1)))
 
 
+@_sample("_ldexp_int")
+def _ldexp_integer_exponents(device: str) -> tuple:
+    # a float input with integer exponents takes ldexp's exact path
+    return (lambda a: gt.ldexp(a, _ints(device, [3, -2, 0, 5])), (_signed(device, 4),))
+
+
 @_sample("addcmul", "addcdiv")
 def _addc(device: str) -> tuple:
     return (lambda a, b, c: (gt.addcmul(a, b, c, value=0.5), gt.addcdiv(a, b, c, value=-2.0)),

@@ -116,8 +116,6 @@ def _scalar_out_of_range(call: Call, device: str) -> bool:
 
 
 INTENDED: list[Intended] = [
-    _bug("ldexp", "mismatch", r"values differ", "ldexp with a floating exponent of a lower "
-         "precision than the input: PyTorch rounds 2**other in the exponent's dtype first"),
     *(_bug(name, "mismatch", r"values differ", "var/std moments with inf or huge complex "
            "entries differ from PyTorch's Welford update (found after the session-8 fixes)")
       for name in ("std_mean", "var_mean")),
@@ -144,7 +142,6 @@ INTENDED: list[Intended] = [
     Intended("*", "mismatch", r"values differ", "a Python int searched in integer boundaries "
              "that cannot hold it: PyTorch first casts it to their dtype (-3 wraps to 253 in "
              "uint8); gputensor compares the values", _scalar_out_of_range),
-    _bug("logaddexp", "mismatch", r"complex.*torch works", "logaddexp refuses complex inputs"),
     Intended("*", "mismatch", r"more than one element of the written-to tensor.*torch works",
              "an expanded in-place target is refused even when it has no elements (PyTorch "
              "writes nothing and does not check)",

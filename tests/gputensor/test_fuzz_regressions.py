@@ -390,3 +390,48 @@ def test_ldexp_result_dtype_follows_torch(device: str, a: str, b: str) -> None:
         got = gt.ldexp(gt.ones(sa, dtype=getattr(gt, a), device=device),
                        gt.full(sb, 3, dtype=getattr(gt, b), device=device))
         assert got.dtype.name == str(want.dtype).split(".")[1] and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("a", ["float16", "bfloat16", "float32", "float64"])
+def test_ldexp_with_integer_exponents_is_exact_as_cs_ldexp(device: str, a: str) -> None:
+    # PyTorch's std::ldexp path: no overflow of 2**other on the way (1e-30 * 2**140 is finite
+    # in float32), subnormal results rounded once, int64 exponents wrapped to 32 bits.
+    x = [1e-30, -3.5, 0.0, -0.0, 1.5, 6e-5, 7.0, 1.0, INF, NAN]
+    e = [140, -20, 3000, -3000, 2**40, -2**40 + 5, -149, 1100, -5, 3]
+    same_result(lambda L, d: L.ldexp(t(L, d, x, a), t(L, d, e, "int64")), device, atol=0, rtol=0)
+    same_result(lambda L, d: t(L, d, x, a).ldexp_(t(L, d, e, "int64")), device, atol=0, rtol=0)
+    same_error(lambda L, d: L.ldexp(t(L, d, x, a), t(L, d, [True] * 10)), device)
+
+
+def test_ldexp_rounds_a_floating_exponent_in_its_own_dtype(device: str) -> None:
+    # 2 ** 0.3 in float16 is 1.2314453125, not float64's 1.2311...
+    same_result(lambda L, d: L.ldexp(t(L, d, [1.0, 3.0], "float64"),
+                                     t(L, d, [0.3, -7.7], "float16")), device, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_logaddexp_of_complex_follows_torch(device: str, dtype: str) -> None:
+    a = [1 + 2j, -3 + 0.5j, complex(-INF, 1), complex(INF, 1), complex(NAN, 0), 2 + 0j,
+         complex(-INF, 0), complex(1, NAN), 1e30 + 1j]
+    b = [0.5 - 1j, 2 + 0j, complex(-INF, 2), complex(INF, -1), 1 + 0j, 2 + 0j, 3 + 1j, 0j,
+         -1e30 + 0j]
+    same_result(lambda L, d: L.logaddexp(t(L, d, a, dtype), t(L, d, b, dtype)), device,
+                rtol=1e-6, atol=0)
+    x, y = [1 + 2j, -3 + 0.5j, 0.2 - 1j], [0.5 - 1j, 2 + 0j, 1 + 1j]
+    grads = []
+    for L, d in ((gt, device), (torch, "cpu")):
+        xs, ys = (t(L, d, v, "complex128").requires_grad_() for v in (x, y))
+        L.logaddexp(xs, ys).abs().sum().backward()
+        grads.append((xs.grad, ys.grad))
+    assert_close(grads[0][0], grads[1][0])
+    assert_close(grads[0][1], grads[1][1])
+
+
+def test_pow_of_a_positive_real_base_with_infinite_exponents(device: str) -> None:
+    # exp(b log a) with C99's product and exp: 2 ** (-inf - 0.87j) is 0, not NaN.
+    b = [complex(-INF, -0.87), complex(INF, 0), complex(3, 0.5), complex(-INF, INF)]
+    for base in (2.0, 0.5):
+        same_result(lambda L, d, base=base: L.pow(t(L, d, base, "complex128"),
+                                                  t(L, d, b, "complex128")), device)
+    same_result(lambda L, d: L.ldexp(t(L, d, [True]), t(L, d, [complex(-INF, -0.87)],
+                                                         "complex64")), device)
