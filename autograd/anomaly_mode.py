@@ -19,7 +19,8 @@ def is_anomaly_enabled() -> bool:
 
 
 def is_anomaly_check_nan_enabled() -> bool:
-    return enabled and check_nan
+    # PyTorch reports the flag itself, on or off; the engine checks NaNs only when enabled too.
+    return check_nan
 
 
 def _set(mode: bool, nan: bool) -> tuple[bool, bool]:

@@ -30,6 +30,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gputensor._op_hook import OP_HOOK as _OP_HOOK
 from gputensor._tensor import Tensor as _Tensor
 from gputensor.func._state import VMAP as _VMAP
 
@@ -373,7 +374,8 @@ class OpNode(Node):
                         sv = self.saved.get(n, _MISSING)
                         if sv is _MISSING:
                             self.check_not_released()
-                        v = _unpack(sv, self)
+                        # once per node, as PyTorch: a checkpoint's hook hands a tensor out once
+                        v = env[n] = _unpack(sv, self)
                     vals.append(v)
                 r = results[arg] = fn(*vals)
             gi = r[index] if index >= 0 and r is not None else r
@@ -454,6 +456,7 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
     state = grad_mode._state
     fw_state = _fw_state
     vmap = _VMAP
+    hook = _OP_HOOK   # below autograd: the op's computation may go to an op hook handler
     if derivative is None:
         @functools.wraps(fn)
         def checked(*args: Any, **kwargs: Any) -> Any:
@@ -463,6 +466,8 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
                 result = vmap.dispatch(op_name, checked, args, kwargs)
                 if result is not NotImplemented:
                     return result
+            # No op hook here: a composite is not seen (PyTorch's CompositeImplicitAutograd);
+            # the ops it calls are, and record its graph.
             result = fn(*args, **kwargs)
             if getattr(state, "enabled", True):
                 mark_not_implemented(op_name, result, args, kwargs)
@@ -482,19 +487,32 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
         if fw_state.active:   # forward AD: the primal call (this wrapper again), then the rule
             return dual_call(derivative, recorded, args, kwargs)
         if not getattr(state, "enabled", True) or not _any_requires_grad(args, kwargs):
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs) if not hook.active else \
+                    hook.call(op_name, args, kwargs, lambda: fn(*args, **kwargs))
+            except Exception as exc:  # PyTorch's error for a limited dtype (uint16, float8...)
+                raise limited_error(op_name, args, kwargs, exc) from None
         if kwargs.get("out") is not None:
             raise RuntimeError(f"{op_name}(): functions with out=... arguments don't support "
                                f"automatic differentiation, but one of the arguments requires "
                                f"grad.")
         state.enabled = False
         try:
-            result = fn(*args, **kwargs)
+            result = fn(*args, **kwargs) if not hook.active else \
+                hook.call(op_name, args, kwargs, lambda: fn(*args, **kwargs))
         finally:
             state.enabled = True
         derivative.record_call(result, args, kwargs)
         return result
     return recorded
+
+
+def limited_error(op_name: str, args: Sequence[Any], kwargs: dict[str, Any],
+                  exc: Exception) -> Exception:
+    """``exc``, or PyTorch's NotImplementedError when an operand has a limited dtype that the
+    op has no kernel for (gputensor/_limited.py); a cheap path taken only on failure."""
+    from gputensor import _limited
+    return _limited.translate(op_name, (*args, *kwargs.values()), exc)
 
 
 def rename_keywords(kwargs: dict[str, Any], renames: dict[str, str], op_name: str

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from . import anomaly_mode, grad_mode
+from . import anomaly_mode, engine_modes, grad_mode
 from .graph import AccumulateGrad, GradientEdge, Node, edge_of
 
 
@@ -117,15 +117,26 @@ def _accumulate(var: Any, g: Any, shared: bool, create_graph: bool) -> None:
             if r is not None:
                 g, shared = r, True
     if var.grad is None:
-        if create_graph:
-            var.grad = g
-        else:
-            var.grad = g.detach().clone() if shared or not g.is_contiguous() else g.detach()
-    elif create_graph or (var.grad.is_sparse and not g.is_sparse):
+        if g._sparse or var._sparse:   # COO or compressed (no strides to keep)
+            if create_graph:
+                var.grad = g
+            else:
+                var.grad = g.detach().clone() if shared or (
+                    not g._sparse and not g.is_contiguous()) else g.detach()
+        elif not create_graph and not shared and (
+                not engine_modes.is_grad_layout_enforcement_enabled()
+                or engine_modes.obeys_layout_contract(g, var)):
+            var.grad = g.detach()   # stolen: nothing else refers to it
+        else:   # a copy in the layout contract's strides (engine_modes)
+            var.grad = engine_modes.clone_obey_contract(g if create_graph else g.detach(), var)
+    elif create_graph or (var.grad.is_sparse and not g.is_sparse) or \
+            (var.grad._sparse and not var.grad.is_sparse):   # a compressed .grad: out of place
         # A dense gradient joining a sparse .grad makes it dense (PyTorch's AccumulateGrad).
         var.grad = var.grad + g
+        engine_modes.warn_if_breaks_contract(var.grad, var, "out-of-place")
     else:
         var.grad.add_(g.detach())
+        engine_modes.warn_if_breaks_contract(var.grad, var, "in-place")
     post = var.__dict__.get("_post_accumulate_hooks")
     if post:
         for hook in list(post.values()):
@@ -188,6 +199,10 @@ def run_backward(tensors: Sequence[Any], grad_tensors: Sequence[Any] | None,
             grads_in, shared_in = entry if entry is not None else ([None], [False])
             if node._tensor_pre_hooks:
                 grads_in = _run_tensor_hooks(node, grads_in, shared_in)
+            if type(node) is AccumulateGrad and grads_in[0] is not None:
+                want = node.variable.__dict__.get("_grad_dtype")   # Tensor.grad_dtype, if set
+                if want is not None and grads_in[0].dtype is not want:
+                    grads_in = [grads_in[0].to(want)]
             if capturing:
                 for nr, g in enumerate(grads_in):
                     key = (id(node), nr)

@@ -77,11 +77,20 @@ class inference_mode(_GradModeContext):
 
     def __enter__(self) -> None:
         super().__enter__()
+        _state.inference = self.mode   # inference_mode(False) turns it off inside
         if self.mode:
-            _state.inference = True
+            from gputensor.storage import untyped  # new storages there mark themselves
+            untyped.inference_blocks += 1
+        self._counted = self.mode
+
+    def __exit__(self, *exc: Any) -> None:
+        super().__exit__(*exc)
+        if self._counted:
+            from gputensor.storage import untyped
+            untyped.inference_blocks -= 1
 
     def _enter_mode(self) -> bool:
-        return not self.mode and is_grad_enabled()
+        return not self.mode   # c10::InferenceMode: AutoGradMode(!enabled)
 
     def _args(self) -> tuple:
         return (self.mode,)

@@ -208,9 +208,12 @@ class SavedTensor:
         t = self.tensor
         if t._storage._version != self.version:
             kind = "its output" if self.is_output else "an input"
+            # PyTorch's label of a compressed tensor (whose .type() raises) is SparseCsr<type>
+            label = t.type() if t.layout.name in ("strided", "sparse_coo") else \
+                f"SparseCsrgputensor.{t.dtype.legacy_name}Tensor"
             raise RuntimeError(
                 f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [{t.type()} {list(t.shape)}] ({kind} saved by "
+                f"inplace operation: [{label} {list(t.shape)}] ({kind} saved by "
                 f"{node.name()}) is at version {t._storage._version}; expected version "
                 f"{self.version} instead. Hint: the forward op was {node.name()}; avoid "
                 f"modifying this tensor in place until backward has run.")
@@ -415,3 +418,12 @@ def register_multi_grad_hook(tensors: Sequence[Any], fn: Callable[..., Any], *,
 
     handles = [node._register_tensor_hook(nr, make(i)) for i, (node, nr) in enumerate(edges)]
     return _MultiHandle(handles, [node for node, _ in edges])
+
+
+# The rest of torch.autograd.graph's API lives in graph_extras.py (it builds on the above).
+from .graph_extras import (  # noqa: E402, F401 (re-exported)
+    allow_mutation_on_saved_tensors,
+    region_activation_memory_budget,
+    set_override_stale_capture_stream,
+    set_warn_on_accumulate_grad_stream_mismatch,
+)

@@ -43,8 +43,19 @@ from gputensor._dtype import bool as bool  # noqa: A004 - PyTorch's public name
 from gputensor._dtype import float as float  # noqa: A004
 from gputensor._dtype import int as int  # noqa: A004
 
+# PyTorch's limited-support dtypes (gt.uint16, gt.float8_e4m3fn, gt.int4, gt.bits8, ...).
+globals().update({_d.name: _d for _d in _dtype.LIMITED_DTYPES})
+
 # 2. layouts and devices -------------------------------------------------------------------------
-from gputensor._layout import layout, sparse_coo, strided
+from gputensor._layout import (
+    layout,
+    sparse_bsc,
+    sparse_bsr,
+    sparse_coo,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from gputensor._device import device, get_default_device, set_default_device
 from gputensor._size import Size
 
@@ -128,6 +139,10 @@ from gputensor._threads import (  # noqa: E402
 # 7. submodules in dependency order ---------------------------------------------------------------
 from gputensor import autograd, backends, cuda, return_types, sparse  # noqa: E402
 from gputensor import amp, cpu  # noqa: E402
+from gputensor.amp.fused_ops import (  # noqa: E402
+    _amp_foreach_non_finite_check_and_unscale_,
+    _amp_update_scale_,
+)
 from gputensor.amp.autocast_mode import (  # noqa: E402
     autocast,
     clear_autocast_cache,
@@ -147,6 +162,17 @@ from gputensor.backends.cuda import (  # noqa: E402
     set_float32_matmul_precision,
 )
 from gputensor.sparse import sparse_coo_tensor  # noqa: E402
+from gputensor.sparse._compressed_construct import (  # noqa: E402
+    ccol_indices_copy,
+    col_indices_copy,
+    crow_indices_copy,
+    row_indices_copy,
+    sparse_bsc_tensor,
+    sparse_bsr_tensor,
+    sparse_compressed_tensor,
+    sparse_csc_tensor,
+    sparse_csr_tensor,
+)
 from gputensor import serialization  # noqa: E402
 from gputensor.serialization import load, save  # noqa: E402
 from gputensor import nn, optim, utils  # noqa: E402
@@ -157,6 +183,7 @@ from gputensor import library  # noqa: E402
 from gputensor import random  # noqa: E402  (torch.random's names)
 from gputensor import fft, linalg, special  # noqa: E402
 from gputensor import compiler  # noqa: E402
+from gputensor import onnx  # noqa: E402  (imports the onnx package only to export)
 from gputensor import testing  # noqa: E402
 from gputensor import distributions, func, multiprocessing  # noqa: E402
 from gputensor._interop import asarray, from_dlpack  # noqa: E402
@@ -174,6 +201,7 @@ from gputensor.autograd import (  # noqa: E402
 )
 
 _HANDWRITTEN = [
+    *(_d.name for _d in _dtype.LIMITED_DTYPES),
     "dtype", "finfo", "iinfo", "promote_types", "result_type", "can_cast", "get_default_dtype",
     "set_default_dtype", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "complex64", "complex128", "bool", "float", "double", "half", "long",
@@ -196,6 +224,17 @@ _HANDWRITTEN = [
     "from_dlpack", "distributed",
 ]
 _HANDWRITTEN += ["vmap"]
+_HANDWRITTEN += [  # the sparse compressed layouts (gputensor/sparse/compressed.py)
+    "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "sparse_compressed_tensor",
+    "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",
+    "crow_indices_copy", "col_indices_copy", "ccol_indices_copy", "row_indices_copy",
+]
+# Process switches, legacy autocast switches, sym_* helpers, futures, cond, Stream/Event, errors.
+from gputensor import futures  # noqa: E402
+from gputensor._toplevel_extras import NAMES as _extras  # noqa: E402
+
+globals().update(_extras)
+_HANDWRITTEN += ["futures", *_extras]
 _HANDWRITTEN += [c.__name__ for (_dt, _dev), c in STORAGE_TYPES.items() if _dev == "cpu"]
 _HANDWRITTEN += list(_types_in("gputensor"))
 # torch.exp_(x)-style in-place functions and the *_copy variants of the views.
@@ -206,10 +245,20 @@ globals().update(_forms)
 _HANDWRITTEN += list(_forms)
 # torch.* spellings of nn functions with PyTorch's native signatures (torch.batch_norm, ...).
 from gputensor._torch_functional import FUNCTIONS as _torch_functions  # noqa: E402
+from gputensor._torch_native_nn import FUNCTIONS as _native_nn  # noqa: E402
+from gputensor._torch_native_rnn import FUNCTIONS as _native_rnn  # noqa: E402
+from gputensor._torch_syncbn import FUNCTIONS as _syncbn  # noqa: E402
 
+_torch_functions = {**_torch_functions, **_native_nn, **_native_rnn, **_syncbn}
 _torch_functions = {k: v for k, v in _torch_functions.items() if k not in globals()}
 globals().update(_torch_functions)
 _HANDWRITTEN += list(_torch_functions)
+# torch.frombuffer, from_file, set_default_tensor_type, is_inference, smm, hspmm, ...
+from gputensor._misc_functions import functions as _misc_functions  # noqa: E402
+
+_misc = {k: v for k, v in _misc_functions().items() if k not in globals()}
+globals().update(_misc)
+_HANDWRITTEN += list(_misc)
 # Computed like the seed's _VariableFunctions loop: hand-written names plus every public op.
 __all__ = sorted(set(_HANDWRITTEN) | set(_public_ops()))
 

@@ -56,9 +56,20 @@ class device:
     def __reduce__(self) -> tuple:
         return (device, (self.type, self.index))
 
+    # ``with gt.device('cuda'):`` makes it the default device of factory calls inside the block
+    # and restores the previous default on exit (nesting works, as in PyTorch).
+    def __enter__(self) -> device:
+        _device_stack.append(_default_device)
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        set_default_device(_device_stack.pop())
+
 
 CPU = device("cpu")
 _default_device: device = CPU
+_device_stack: list[device] = []   # the defaults that enclosing ``with device(...)`` replaced
 
 
 _INTERNED: dict[tuple[str, int | None], device] = {("cpu", None): CPU}

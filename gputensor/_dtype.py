@@ -69,12 +69,77 @@ DTYPES: tuple[dtype, ...] = (
     uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
     complex64, complex128, bool,
 )
+
+
+class _LimitedDtype(dtype):
+    """A dtype PyTorch supports only partly (uint16..64, float8/float4, the bit-width shells):
+    kept out of ``DTYPES`` (so no typed storages, legacy types or kernel instantiations); the
+    ops PyTorch runs for it are listed in gputensor/_limited.py, the rest raise its error.
+    ``torch_name`` is the ScalarType name PyTorch's messages use ('UInt16')."""
+
+    __slots__ = ("_signed", "torch_name")
+
+    def __init__(self, name: str, np_dtype: Any, category: int, torch_name: str,
+                 signed: builtins.bool | None) -> None:
+        super().__init__(name, np_dtype, category, torch_name)
+        self._signed = signed
+        self.torch_name = torch_name
+
+    @property  # type: ignore[override]
+    def is_signed(self) -> builtins.bool:
+        if self._signed is None:  # PyTorch's bits dtypes have no signedness
+            raise RuntimeError("Bits types are undefined")
+        return self._signed
+
+    @is_signed.setter
+    def is_signed(self, value: builtins.bool) -> None:  # the base __init__'s assignment
+        pass
+
+
+def _limited(name: str, np_dtype: Any, category: int, torch_name: str,
+             signed: builtins.bool | None) -> _LimitedDtype:
+    return _LimitedDtype(name, np_dtype, category, torch_name, signed)
+
+
+uint16 = _limited("uint16", np.uint16, INTEGRAL, "UInt16", False)
+uint32 = _limited("uint32", np.uint32, INTEGRAL, "UInt32", False)
+uint64 = _limited("uint64", np.uint64, INTEGRAL, "UInt64", False)
+float8_e4m3fn = _limited("float8_e4m3fn", ml_dtypes.float8_e4m3fn, FLOATING, "Float8_e4m3fn", True)
+float8_e4m3fnuz = _limited("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, FLOATING,
+                           "Float8_e4m3fnuz", True)
+float8_e5m2 = _limited("float8_e5m2", ml_dtypes.float8_e5m2, FLOATING, "Float8_e5m2", True)
+float8_e5m2fnuz = _limited("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOATING,
+                           "Float8_e5m2fnuz", True)
+float8_e8m0fnu = _limited("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOATING,
+                          "Float8_e8m0fnu", False)
+# Two float4 values packed in a byte: stored as raw bytes (ml_dtypes' float4 is unpacked).
+float4_e2m1fn_x2 = _limited("float4_e2m1fn_x2", np.uint8, FLOATING, "Float4_e2m1fn_x2", True)
+# Shell dtypes: PyTorch names them (empty/zeros/view work) but computes nothing with them.
+for _bits in range(1, 8):
+    globals()[f"int{_bits}"] = _limited(f"int{_bits}", np.int8, INTEGRAL, f"Int{_bits}", True)
+    globals()[f"uint{_bits}"] = _limited(f"uint{_bits}", np.uint8, INTEGRAL, f"UInt{_bits}",
+                                         False)
+bits1x8 = _limited("bits1x8", np.uint8, INTEGRAL, "Bits1x8", None)
+bits2x4 = _limited("bits2x4", np.uint8, INTEGRAL, "Bits2x4", None)
+bits4x2 = _limited("bits4x2", np.uint8, INTEGRAL, "Bits4x2", None)
+bits8 = _limited("bits8", np.uint8, INTEGRAL, "Bits8", None)
+bits16 = _limited("bits16", np.uint16, INTEGRAL, "Bits16", None)
+
+WIDE_UNSIGNED: tuple[_LimitedDtype, ...] = (uint16, uint32, uint64)
+FLOAT8_DTYPES: tuple[_LimitedDtype, ...] = (
+    float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+SHELL_DTYPES: tuple[_LimitedDtype, ...] = (
+    float4_e2m1fn_x2, *(globals()[f"{k}{b}"] for k in ("int", "uint") for b in range(1, 8)),
+    bits1x8, bits2x4, bits4x2, bits8, bits16)
+# PyTorch's limited-support dtypes, outside DTYPES (see _LimitedDtype).
+LIMITED_DTYPES: tuple[_LimitedDtype, ...] = (*WIDE_UNSIGNED, *FLOAT8_DTYPES, *SHELL_DTYPES)
+
 ALIASES: dict[str, dtype] = {
     "float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
     "short": int16, "cfloat": complex64, "cdouble": complex128,
 }
-_BY_NP = {d.np_dtype: d for d in DTYPES}
-_BY_NAME = {**{d.name: d for d in DTYPES}, **ALIASES}
+_BY_NP = {d.np_dtype: d for d in (*DTYPES, *WIDE_UNSIGNED, *FLOAT8_DTYPES)}
+_BY_NAME = {**{d.name: d for d in (*DTYPES, *LIMITED_DTYPES)}, **ALIASES}
 
 _default_dtype: dtype = float32
 
@@ -148,11 +213,35 @@ def _build_promotion_table() -> dict[tuple[dtype, dtype], dtype]:
 
 
 _PROMOTION = _build_promotion_table()
+# uint16/32/64 promote only with themselves and real floats (to the float); float8 and the
+# shells only with themselves: every other pair raises PyTorch's error (``_promote``).
+for _u in LIMITED_DTYPES:
+    _PROMOTION[_u, _u] = _u
+for _u in WIDE_UNSIGNED:
+    for _f in (float16, bfloat16, float32, float64):
+        _PROMOTION[_u, _f] = _PROMOTION[_f, _u] = _f
+
+
+def _promote(a: dtype, b: dtype) -> dtype:
+    out = _PROMOTION.get((a, b))
+    if out is not None:
+        return out
+    names = f"{a.legacy_name} and {b.legacy_name}"
+    if a.name.startswith("bits") or b.name.startswith("bits"):
+        msg = f"Promotion from {names} is unsupported."
+    elif a in FLOAT8_DTYPES or b in FLOAT8_DTYPES:
+        msg = f"Promotion for Float8 Types is not supported, attempted to promote {names}"
+    elif a in WIDE_UNSIGNED or b in WIDE_UNSIGNED:
+        msg = (f"Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+               f"promote {names}")
+    else:
+        msg = f"Promotion from {names} is unsupported."
+    raise RuntimeError(msg)
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """PyTorch's promote_types: the smallest dtype to which both inputs can be cast."""
-    return _PROMOTION[to_dtype(type1), to_dtype(type2)]
+    return _promote(to_dtype(type1), to_dtype(type2))
 
 
 def scalar_dtype(value: Any) -> dtype:
@@ -192,7 +281,7 @@ def result_type_of(dim_dtypes: list[dtype], zero_dim_dtypes: list[dtype],
     for group in (dim_dtypes, zero_dim_dtypes, scalar_dtypes):
         acc = None
         for d in group:
-            acc = d if acc is None else _PROMOTION[acc, d]
+            acc = d if acc is None else _promote(acc, d)
         groups.append(acc)
     out = _combine_categories(_combine_categories(groups[0], groups[1]), groups[2])
     if out is None:
@@ -205,6 +294,16 @@ def can_cast(from_: dtype, to: dtype) -> builtins.bool:
     return from_.category <= to.category
 
 
+# float8 (eps, max, min, tiny) as PyTorch's numeric_limits give them.
+_FLOAT8_FINFO = {
+    float8_e4m3fn: (0.125, 448.0, -448.0, 2.0 ** -6),
+    float8_e4m3fnuz: (0.125, 240.0, -240.0, 2.0 ** -7),
+    float8_e5m2: (0.25, 57344.0, -57344.0, 2.0 ** -14),
+    float8_e5m2fnuz: (0.125, 57344.0, -57344.0, 2.0 ** -15),
+    float8_e8m0fnu: (1.0, 2.0 ** 127, 2.0 ** -127, 2.0 ** -127),
+}
+
+
 class finfo:
     """Machine limits of a floating-point dtype (PyTorch's gt.finfo)."""
 
@@ -213,6 +312,11 @@ class finfo:
         if d.category not in (FLOATING, COMPLEX):
             raise TypeError(f"finfo needs a floating point dtype, got {d}")
         d = d.to_real()
+        if d in _FLOAT8_FINFO:  # PyTorch's constants (ml_dtypes differs for some)
+            self._set(d, *_FLOAT8_FINFO[d])
+            return
+        if d is float4_e2m1fn_x2:
+            raise TypeError("bad argument type for built-in operation")
         info = ml_dtypes.finfo(d.np_dtype) if d is bfloat16 else np.finfo(d.np_dtype)
         self.dtype = d.name
         self.bits = d.itemsize * 8
@@ -222,6 +326,13 @@ class finfo:
         self.tiny = builtins.float(info.tiny)
         self.smallest_normal = self.tiny
         self.resolution = 10.0 ** -builtins.int(info.precision)
+
+    def _set(self, d: dtype, eps: builtins.float, max_: builtins.float, min_: builtins.float,
+             tiny: builtins.float) -> None:
+        self.dtype, self.bits = d.name, 8
+        self.eps, self.max, self.min, self.tiny = eps, max_, min_, tiny
+        self.smallest_normal = tiny
+        self.resolution = 1.0  # 10 ** -floor(mantissa digits * log10(2)): 10 ** 0
 
     def __repr__(self) -> str:
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
@@ -234,6 +345,9 @@ class iinfo:
 
     def __init__(self, type: dtype) -> None:  # noqa: A002 - PyTorch's arg name
         d = to_dtype(type)
+        if d in SHELL_DTYPES:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            "handle 'torch.iinfo'")
         if d.category not in (INTEGRAL, BOOL):
             raise TypeError(f"iinfo needs an integer dtype, got {d}")
         info = np.iinfo(np.uint8 if d is bool else d.np_dtype)

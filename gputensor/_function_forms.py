@@ -1,6 +1,7 @@
 """Function spellings PyTorch's namespace has for what gputensor offers as methods and views:
 
-- the in-place functions, ``torch.exp_(x)`` for ``x.exp_()``;
+- the in-place functions, ``torch.exp_(x)`` for ``x.exp_()``, and a few other methods
+  (``torch.detach(x)``, ``torch.is_signed(x)``);
 - the ``*_copy`` variants of the view ops (``torch.transpose_copy``...), which return the view's
   values in a new, contiguous tensor of their own (PyTorch's functionalization uses them).
 
@@ -19,16 +20,20 @@ from gputensor._tensor import Tensor
 # torch.<name> in-place functions whose Tensor method gputensor has.
 INPLACE_FUNCTIONS = (
     "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
-    "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_",
-    "clamp_max_", "clamp_min_", "clip_", "cos_", "cosh_", "deg2rad_", "detach_", "erf_", "exp2_",
-    "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_", "log10_", "log1p_",
-    "log2_", "log_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
+    "arctan_", "arctanh_", "as_strided_", "asin_", "asinh_", "atan_", "atanh_", "ceil_",
+    "clamp_", "clamp_max_", "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_",
+    "deg2rad_", "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_",
+    "floor_", "frac_", "gcd_", "i0_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_",
+    "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_",
     "round_", "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_",
     "tanh_", "trunc_", "xlogy_", "zero_")
 
+# torch.<name>(t, ...) spellings of other methods: t.<name>(...).
+METHOD_FUNCTIONS = ("detach", "is_signed")
+
 # torch.<view>_copy: the view op each copies.
 COPY_VARIANTS = (
-    "alias", "as_strided", "detach", "diagonal", "expand", "narrow", "permute", "select",
+    "alias", "as_strided", "detach", "diagonal", "expand", "permute", "select",
     "slice", "split", "split_with_sizes", "squeeze", "t", "transpose", "unbind", "unfold",
     "unsqueeze", "view")
 
@@ -39,13 +44,13 @@ def _check_tensor(name: str, input: Any) -> None:
                         f"{type(input).__name__}")
 
 
-def _inplace_function(name: str) -> Callable[..., Tensor]:
-    def fn(input: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+def _method_function(name: str, what: str = "the method") -> Callable[..., Any]:
+    def fn(input: Tensor, *args: Any, **kwargs: Any) -> Any:
         _check_tensor(name, input)
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``input.{name}(...)``: torch.{name}, the in-place form as a function."
+    fn.__doc__ = f"``input.{name}(...)``: torch.{name}, {what} as a function."
     return fn
 
 
@@ -95,6 +100,8 @@ def _copy_variant(view: str) -> Callable[..., Any]:
 
 def function_forms() -> dict[str, Callable[..., Any]]:
     """name -> function, for the gputensor namespace."""
-    forms: dict[str, Callable[..., Any]] = {n: _inplace_function(n) for n in INPLACE_FUNCTIONS}
+    forms: dict[str, Callable[..., Any]] = {n: _method_function(n, "the in-place form")
+                                            for n in INPLACE_FUNCTIONS}
+    forms.update({n: _method_function(n) for n in METHOD_FUNCTIONS})
     forms.update({f"{v}_copy": _copy_variant(v) for v in COPY_VARIANTS})
     return forms

@@ -1,4 +1,5 @@
-"""The layout registry: gt.strided and gt.sparse_coo."""
+"""The layout registry: gt.strided, gt.sparse_coo and the compressed sparse layouts
+(gt.sparse_csr, sparse_csc, sparse_bsr, sparse_bsc)."""
 
 from __future__ import annotations
 
@@ -20,4 +21,9 @@ class layout:
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
-LAYOUTS: tuple[layout, ...] = (strided, sparse_coo)
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+LAYOUTS: tuple[layout, ...] = (strided, sparse_coo, sparse_csr, sparse_csc, sparse_bsr,
+                               sparse_bsc)

@@ -193,10 +193,30 @@ class Tensor:
     def is_mps(self) -> bool:
         return False
 
-    def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None) -> Any:
-        """A sparse COO copy (gputensor.sparse): entries where this tensor is non-zero."""
+    def to_sparse(self, sparse_dim: int | None = None, *, layout: Any = None,
+                  blocksize: Any = None, dense_dim: int | None = None) -> Any:
+        """A sparse copy (gputensor.sparse; COO unless ``layout`` names a compressed one):
+        entries where this tensor is non-zero."""
         from gputensor.sparse import to_sparse
-        return to_sparse(self, sparse_dim, layout=layout)
+        return to_sparse(self, sparse_dim, layout=layout, blocksize=blocksize,
+                         dense_dim=dense_dim)
+
+    def to_sparse_csr(self, dense_dim: int | None = None) -> Any:
+        """A sparse CSR copy (gputensor.sparse.compressed)."""
+        from gputensor.sparse.compressed import sparse_csr, to_layout
+        return to_layout(self, sparse_csr, None, dense_dim)
+
+    def to_sparse_csc(self, dense_dim: int | None = None) -> Any:
+        from gputensor.sparse.compressed import sparse_csc, to_layout
+        return to_layout(self, sparse_csc, None, dense_dim)
+
+    def to_sparse_bsr(self, blocksize: Any, dense_dim: int | None = None) -> Any:
+        from gputensor.sparse.compressed import sparse_bsr, to_layout
+        return to_layout(self, sparse_bsr, blocksize, dense_dim)
+
+    def to_sparse_bsc(self, blocksize: Any, dense_dim: int | None = None) -> Any:
+        from gputensor.sparse.compressed import sparse_bsc, to_layout
+        return to_layout(self, sparse_bsc, blocksize, dense_dim)
 
     def sparse_mask(self, mask: Any) -> Any:
         """This tensor's values at the entries of sparse ``mask`` (a sparse_coo result)."""
@@ -303,6 +323,11 @@ class Tensor:
         if value and not (self._dtype.is_floating_point or self._dtype.is_complex):
             raise RuntimeError(f"only Tensors of floating point and complex dtype can require "
                                f"gradients, got {self._dtype}")
+        if value and getattr(self._storage, "_inference", False):
+            from gputensor.autograd.grad_mode import is_inference_mode_enabled
+            if not is_inference_mode_enabled():
+                raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                                   "InferenceMode is not allowed.")
         if self.grad_fn is not None and not value:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "

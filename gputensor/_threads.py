@@ -14,6 +14,7 @@ import os
 import numba
 
 _interop: list[int] = []
+_granted: list[int] = []  # the count set_num_threads gave, for init_num_threads in new threads
 
 
 def set_num_threads(num: int) -> None:
@@ -23,9 +24,16 @@ def set_num_threads(num: int) -> None:
         raise RuntimeError(f"set_num_threads expects a positive integer, got {num!r}")
     n = min(num, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(n)
+    _granted[:] = [n]
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=n, user_api="blas")  # every BLAS library loaded so far
+
+
+def init_num_threads() -> None:
+    """Numba keeps the thread count per thread: give the calling thread the process's count
+    (torch.init_num_threads, called in threads created after set_num_threads)."""
+    numba.set_num_threads(_granted[0] if _granted else numba.config.NUMBA_NUM_THREADS)
 
 
 def get_num_threads() -> int:

@@ -153,6 +153,14 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     return F.channel_shuffle(input, groups)
 
 
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    return F.native_channel_shuffle(input, groups)
+
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor, pad: int = 0) -> Tensor:
+    return F.conv_tbc(input, weight, bias, pad)
+
+
 def constant_pad_nd(input: Tensor, pad: Sequence[int], value: float = 0) -> Tensor:
     return F.pad(input, tuple(pad), "constant", value)
 

@@ -15,7 +15,7 @@ from typing import Any
 from gputensor import _dtype as D
 
 # dtype <-> the attribute of the torch module that names it (torch.float32 ...).
-TORCH_DTYPE_NAMES: dict[D.dtype, str] = {d: d.name for d in D.DTYPES}
+TORCH_DTYPE_NAMES: dict[D.dtype, str] = {d: d.name for d in (*D.DTYPES, *D.LIMITED_DTYPES)}
 # Aliases PyTorch also pickles or accepts (torch.float is torch.float32, ...).
 _DTYPE_ALIASES = {"float": D.float32, "double": D.float64, "half": D.float16, "cfloat": D.complex64,
                   "cdouble": D.complex128, "long": D.int64, "int": D.int32, "short": D.int16}
@@ -54,6 +54,8 @@ class TorchName:
 
 
 REBUILD_TENSOR_V2 = TorchName("torch._utils", "_rebuild_tensor_v2")
+# PyTorch's record for dtypes without a typed storage class (uint16, float8, ...).
+REBUILD_TENSOR_V3 = TorchName("torch._utils", "_rebuild_tensor_v3")
 REBUILD_PARAMETER = TorchName("torch._utils", "_rebuild_parameter")
 REBUILD_FROM_TYPE_V2 = TorchName("torch._tensor", "_rebuild_from_type_v2")
 REBUILD_SPARSE = TorchName("torch._utils", "_rebuild_sparse_tensor")
@@ -68,7 +70,9 @@ def dtype_name(dt: D.dtype) -> TorchName:
 
 def storage_class_name(dt: D.dtype | None) -> TorchName:
     """The storage class of a typed storage (None: an untyped one)."""
-    return TorchName("torch", UNTYPED_STORAGE if dt is None else STORAGE_CLASS_NAMES[dt])
+    # PyTorch pickles its untyped storage class by its defining module (torch.storage)
+    return TorchName("torch.storage", UNTYPED_STORAGE) if dt is None else \
+        TorchName("torch", STORAGE_CLASS_NAMES[dt])
 
 
 class StorageClass:

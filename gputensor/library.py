@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from gputensor._op_hook import OP_HOOK
 from gputensor._tensor import Tensor
 from gputensor.autograd import grad_mode
 from gputensor.autograd.derivatives import NotImplementedNode, attach_raising_node
@@ -502,6 +503,11 @@ class CustomOpDef:
         return get_default_device().type, "strided"
 
     def _run(self, inputs: tuple) -> Any:
+        if OP_HOOK.active:   # selective checkpointing sees the op (gputensor/_op_hook.py)
+            return OP_HOOK.call(self, inputs, {}, lambda: self._run_kernel(inputs))
+        return self._run_kernel(inputs)
+
+    def _run_kernel(self, inputs: tuple) -> Any:
         device_type, layout = self._device_type(inputs)
         backend = registry.BACKENDS.get((device_type, layout))
         kernel = backend.kernels.get(self._qualname) if backend is not None else None
@@ -667,15 +673,19 @@ class _OpNamespace:
 
 
 class _Ops:
-    """``gt.ops``: every custom op as ``gt.ops.<namespace>.<name>`` (like ``torch.ops``)."""
+    """``gt.ops``: every custom op as ``gt.ops.<namespace>.<name>`` (like ``torch.ops``), and
+    the built-in ops as ``gt.ops.aten.<name>.<overload>``."""
 
-    def __getattr__(self, namespace: str) -> _OpNamespace:
+    def __getattr__(self, namespace: str) -> Any:
         if namespace.startswith("__"):
             raise AttributeError(namespace)
+        if namespace == "aten":   # the registry's built-in ops (gputensor/_aten.py)
+            from gputensor._aten import aten
+            return aten
         return _OpNamespace(namespace)
 
     def __dir__(self) -> list[str]:
-        return sorted({q.split("::")[0] for q in _REGISTRY})
+        return sorted({"aten"} | {q.split("::")[0] for q in _REGISTRY})
 
     def __repr__(self) -> str:
         return "<gputensor.ops>"

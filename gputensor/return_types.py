@@ -12,8 +12,10 @@ median = namedtuple("median", ["values", "indices"])
 nanmedian = namedtuple("nanmedian", ["values", "indices"])
 cummax = namedtuple("cummax", ["values", "indices"])
 cummin = namedtuple("cummin", ["values", "indices"])
+frexp = namedtuple("frexp", ["mantissa", "exponent"])
 
-for _t in (max, min, aminmax, sort, topk, kthvalue, median, nanmedian, cummax, cummin):
+for _t in (max, min, aminmax, sort, topk, kthvalue, median, nanmedian, cummax, cummin,
+           frexp):
     _t.__module__ = "gputensor.return_types"
 
 # torch.linalg's named results (issue 17)
@@ -44,4 +46,11 @@ linalg_ldl_factor = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
 
 for _t in (linalg_lu_factor_ex, linalg_lu_factor, linalg_lu, lu_unpack, linalg_ldl_factor_ex,
            linalg_ldl_factor):
+    _t.__module__ = "gputensor.return_types"
+mode = namedtuple("mode", ["values", "indices"])
+geqrf = namedtuple("geqrf", ["a", "tau"])
+histogram = namedtuple("histogram", ["hist", "bin_edges"])
+histogramdd = namedtuple("histogramdd", ["hist", "bin_edges"])
+
+for _t in (mode, geqrf, histogram, histogramdd):
     _t.__module__ = "gputensor.return_types"

@@ -235,6 +235,22 @@ def _typed_parts(storage: Any) -> tuple[UntypedStorage, D.dtype]:
                              f"storage")
 
 
+def _torch_rebuild_tensor_v3(storage: Any, storage_offset: Any, size: Any, stride: Any,
+                             requires_grad: Any, backward_hooks: Any, dtype: Any,
+                             metadata: Any = None) -> Tensor:
+    """``torch._utils._rebuild_tensor_v3``: a view of an untyped storage as ``dtype`` (how
+    PyTorch saves the dtypes without a typed storage class: uint16, float8, ...)."""
+    if metadata:
+        raise _CorruptCheckpoint(f"tensor record has metadata {metadata!r:.80}")
+    if not isinstance(dtype, D.dtype):
+        raise _CorruptCheckpoint(f"tensor record has dtype {dtype!r:.80}")
+    untyped = storage if isinstance(storage, UntypedStorage) else _typed_parts(storage)[0]
+    if not isinstance(size, tuple) or not isinstance(stride, tuple):
+        raise _CorruptCheckpoint(f"tensor record has size {size!r:.80} and stride {stride!r:.80}")
+    return _make_tensor(Tensor, untyped, dtype, storage_offset, tuple(size), tuple(stride),
+                        requires_grad)
+
+
 def _torch_rebuild_tensor(storage: Any, storage_offset: Any, size: Any, stride: Any) -> Tensor:
     return _torch_rebuild_tensor_v2(storage, storage_offset, size, stride, False, None)
 
@@ -298,7 +314,8 @@ def _torch_rebuild_from_type_v2(func: Any, new_type: Any, args: Any, state: Any)
 
 
 def _torch_get_layout(name: Any) -> Any:
-    layouts = {"torch.sparse_coo": L.sparse_coo, "torch.strided": L.strided}
+    layouts = {"torch.sparse_coo": L.sparse_coo, "torch.strided": L.strided,
+               **{f"torch.{lay.name}": lay for lay in L.LAYOUTS}}
     if name not in layouts:
         raise _CorruptCheckpoint(f"unsupported layout {name!r:.60} (gputensor has strided and "
                                  f"sparse_coo tensors)")
@@ -306,6 +323,15 @@ def _torch_get_layout(name: Any) -> Any:
 
 
 def _torch_rebuild_sparse_tensor(layout: Any, data: Any) -> Tensor:
+    if layout in L.LAYOUTS[2:]:   # compressed: validated as a new one with check_invariants
+        if not isinstance(data, tuple) or len(data) != 4:
+            raise _CorruptCheckpoint(f"{layout.name} tensor record has {len(data)} parts")
+        from gputensor.sparse._compressed_construct import sparse_compressed_tensor
+        try:
+            return sparse_compressed_tensor(*data[:3], tuple(data[3]), layout=layout,
+                                            check_invariants=True)
+        except (RuntimeError, TypeError) as e:
+            raise _CorruptCheckpoint(f"invalid {layout.name} tensor record: {e}") from None
     if layout is not L.sparse_coo or not isinstance(data, tuple) or len(data) not in (3, 4):
         raise _CorruptCheckpoint(f"sparse tensor record has layout {layout!r:.40}")
     indices, values, size = data[:3]
@@ -318,6 +344,7 @@ def _torch_globals() -> dict[tuple[str, str], Any]:
     """Every PyTorch global a checkpoint may name, mapped to gputensor's object for it."""
     out: dict[tuple[str, str], Any] = {
         ("torch._utils", "_rebuild_tensor_v2"): _torch_rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_tensor_v3"): _torch_rebuild_tensor_v3,
         ("torch._utils", "_rebuild_tensor"): _torch_rebuild_tensor,
         ("torch._utils", "_rebuild_parameter"): _torch_rebuild_parameter,
         ("torch._utils", "_rebuild_parameter_with_state"): _torch_rebuild_parameter_with_state,
@@ -334,6 +361,7 @@ def _torch_globals() -> dict[tuple[str, str], Any]:
         out["torch", name] = TN.torch_dtype(name)
     for name, cls in TN.STORAGE_CLASSES.items():
         out["torch", name] = cls
+    out["torch.storage", TN.UNTYPED_STORAGE] = TN.STORAGE_CLASSES[TN.UNTYPED_STORAGE]
     for fmt in (MF.contiguous_format, MF.channels_last, MF.channels_last_3d,
                 MF.preserve_format):
         out["torch", fmt._name] = fmt
@@ -427,12 +455,19 @@ class _Pickler(pickle._Pickler):
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, Tensor):
+            if obj._sparse and not obj.is_sparse:   # CSR/CSC/BSR/BSC: PyTorch's record
+                return (TN.REBUILD_SPARSE, (_LayoutByName(obj.layout.name), (
+                    obj._cidx, obj._pidx, obj._values_t, Size(tuple(map(int, obj._shape))))))
             if obj._sparse:
                 return (TN.REBUILD_SPARSE, (_SPARSE_COO_LAYOUT, (
                     obj._indices(), obj._values(), Size(tuple(map(int, obj._shape))),
                     bool(obj.is_coalesced()))))
             args = self._tensor_args(obj, bool(obj.requires_grad))
             state = _public_state(obj)
+            if type(obj._dtype) is D._LimitedDtype and type(obj) is Tensor and not state:
+                # no typed storage class: an untyped storage and the dtype, as PyTorch writes
+                return (TN.REBUILD_TENSOR_V3, (_StorageRef(obj._storage, None), *args[1:],
+                                               obj._dtype))
             if type(obj) is Tensor and not state:
                 return (TN.REBUILD_TENSOR_V2, args)
             if type(obj).__name__ == "Parameter" and type(obj).__module__ == \
@@ -466,6 +501,7 @@ class _Pickler(pickle._Pickler):
 
     dispatch[TN.TorchName] = _save_torch_name
     dispatch[D.dtype] = _save_as_torch
+    dispatch[D._LimitedDtype] = _save_as_torch
     dispatch[L.layout] = _save_as_torch
     dispatch[MF.memory_format] = _save_as_torch
 

@@ -17,13 +17,22 @@ from gputensor._device import CPU
 from gputensor._device import device as Device
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.kernels.registry import BACKENDS
+from gputensor.storage import untyped as _untyped
 from gputensor.storage.allocator import allocator_for, driver_for
 from gputensor.storage.untyped import UntypedStorage
 
 
 def kernel(t: Tensor, op_name: str) -> Callable:
     """The kernel for ``op_name`` on the backend serving ``t``'s device and layout."""
-    return BACKENDS[t._storage.device.type, t.layout.name].kernel(op_name)
+    try:
+        backend = BACKENDS[t._storage.device.type, t.layout.name]
+    except KeyError:   # the compressed sparse layouts have no kernel table of their own
+        from gputensor.sparse._tensor import not_supported
+        raise not_supported(op_name, t._storage.device.type, t.layout.name) from None
+    if type(t._dtype) is D._LimitedDtype:  # only the kernels PyTorch runs for it
+        from gputensor._limited import check_kernel
+        check_kernel(t, op_name)
+    return backend.kernel(op_name)
 
 
 def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
@@ -35,6 +44,8 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
                            f"{math.prod(shape) * dtype.itemsize} bytes.") from None
     storage = object.__new__(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
+    if _untyped.inference_blocks and _untyped.in_inference_mode():
+        storage._inference = True
     if _capture.TRACE is not None:
         _capture.TRACE.storage_created(storage)
     t = object.__new__(Tensor)
@@ -66,6 +77,9 @@ def empty_with_strides(shape: tuple[int, ...], strides: tuple[int, ...], dtype: 
 
 def strided_copy(dst: Tensor, src: Tensor) -> None:
     """Same-device copy into a (possibly strided) ``dst``, casting to its dtype."""
+    if type(dst._dtype) is D._LimitedDtype or type(src._dtype) is D._LimitedDtype:
+        from gputensor._limited import copy_into  # through the carrier (gputensor/_limited.py)
+        return copy_into(dst, src)
     kernel(dst, "_copy")(dst, [src], (), dst._dtype)
 
 

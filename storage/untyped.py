@@ -13,6 +13,16 @@ from gputensor._device import to_device
 from . import shared
 from .allocator import DRIVERS, driver_for, host_bytes
 
+# How many gt.inference_mode(True) blocks are open, in any thread (autograd/grad_mode.py keeps
+# it): only then does a new storage ask its thread's mode, and mark itself an inference storage
+# (its tensors are inference tensors: gt.Tensor.is_inference).
+inference_blocks = 0
+
+
+def in_inference_mode() -> bool:
+    from gputensor.autograd.grad_mode import is_inference_mode_enabled
+    return is_inference_mode_enabled()
+
 
 class UntypedStorage:
     """Bytes on a device (``gt.UntypedStorage(nbytes, device=...)``).
@@ -24,6 +34,8 @@ class UntypedStorage:
     __slots__ = ("_buf", "device", "_version", "__weakref__", "__dict__")
     _shm = None      # the shared.Segment once share_memory_() ran (or one received)
     _pinned = False
+    _resizable = True   # False for memory it does not own (gt.frombuffer, gt.from_file)
+    _inference = False  # made under gt.inference_mode()
 
     def __init__(self, *args: Any, device: Any = "cpu") -> None:
         dev = to_device(device)
@@ -50,6 +62,8 @@ class UntypedStorage:
         self._version = 0
         self._shm = None
         self._pinned = False
+        if inference_blocks and in_inference_mode():
+            self._inference = True
         if _capture.TRACE is not None:
             _capture.TRACE.storage_created(self)
 
@@ -60,6 +74,8 @@ class UntypedStorage:
         self._buf = buf
         self.device = dev
         self._version = 0
+        if inference_blocks and in_inference_mode():
+            self._inference = True
         if _capture.TRACE is not None:
             _capture.TRACE.storage_created(self)
         return self
@@ -156,6 +172,8 @@ class UntypedStorage:
         if self._shm is not None:  # other processes map the segment: it cannot move
             raise RuntimeError("Trying to resize storage that is not resizable: it is in "
                                "shared memory")
+        if not self._resizable:
+            raise RuntimeError("Trying to resize storage that is not resizable")
         old = self._host_bytes()
         drv = self._driver
         buf = drv.alloc(nbytes, self.device.index)

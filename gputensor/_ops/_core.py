@@ -13,8 +13,9 @@ import numpy as np
 from gputensor import _dtype as D
 from gputensor._device import device as Device
 from gputensor._device import get_default_device, to_device
+from gputensor._op_hook import OP_HOOK
 from gputensor._tensor import Tensor
-from gputensor.autograd.derivatives import Derivative, rename_keywords
+from gputensor.autograd.derivatives import Derivative, limited_error, rename_keywords
 from gputensor.autograd.derivatives import differentiable as differentiable_frontend
 from gputensor.func._state import VMAP
 
@@ -90,8 +91,10 @@ def _with_aliases(fn: Callable, renames: dict[str, str], op_name: str) -> Callab
 def _vmappable(fn: Callable, op_name: str, renames: dict[str, str]) -> Callable:
     """A frontend that ``differentiable`` does not wrap (random ops, ops of tensors without a
     gradient): under gt.func.vmap its batched (or random) calls go to the batching rules;
-    otherwise one global check (and the keyword aliases, in the same call)."""
+    otherwise one global check (and the keyword aliases, in the same call), and one for the
+    op hook (gputensor/_op_hook.py)."""
     vmap = VMAP
+    hook = OP_HOOK
 
     @functools.wraps(fn)
     def frontend(*args: Any, **kwargs: Any) -> Any:
@@ -101,7 +104,12 @@ def _vmappable(fn: Callable, op_name: str, renames: dict[str, str]) -> Callable:
             result = vmap.dispatch(op_name, fn, args, kwargs)
             if result is not NotImplemented:
                 return result
-        return fn(*args, **kwargs)
+        try:
+            if hook.active:
+                return hook.call(op_name, args, kwargs, lambda: fn(*args, **kwargs))
+            return fn(*args, **kwargs)
+        except Exception as exc:  # PyTorch's error for a limited dtype (uint16, float8...)
+            raise limited_error(op_name, args, kwargs, exc) from None
     return frontend
 
 

@@ -101,6 +101,9 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype) -> np.ndarray:
         return arr.astype(np.float64)
     if big and dtype is D.bool:
         return arr != 0
+    if big and dtype is D.uint64 and arr.size and int(arr.min()) >= 0 and \
+            int(arr.max()) < 1 << 64:
+        return arr.astype(np.uint64)
     if kind == "O" or (big and arr.size and int(arr.max()) > _INT_RANGE[D.int64][1]):
         raise ValueError("Overflow when unpacking long long")
     if big:

@@ -203,6 +203,9 @@ def lerp_(self: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 @tensor_method()
 def fill_(self: Tensor, value: Any) -> Tensor:
+    if type(self._dtype) is D._LimitedDtype:  # uint16, float8, ... (gputensor/_limited.py)
+        from gputensor._limited import fill
+        return fill(self, value)
     source = value
     if isinstance(value, Tensor):
         if value.dim() != 0:
@@ -220,6 +223,9 @@ def fill_(self: Tensor, value: Any) -> Tensor:
 
 @tensor_method()
 def zero_(self: Tensor) -> Tensor:
+    if type(self._dtype) is D._LimitedDtype:  # zero bits, which even the shell dtypes take
+        from gputensor._limited import fill
+        return fill(self, 0, zero=True)
     return fill_(self, 0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gputensor import _dtype as D
+from gputensor import _limited
 from gputensor import _memory_format as MF
 from gputensor._device import device as Device
 from gputensor._tensor import Tensor
@@ -19,6 +20,8 @@ from ._overlap import check_overlap
 @op("_to_copy", method=False, grad={"t": "g.to(t_device)"}, jvp="auto_linear")
 def convert(t: Tensor, dt: D.dtype, dev: Device) -> Tensor:
     """A contiguous copy of ``t`` with dtype ``dt`` on ``dev``, through the copy table."""
+    if _limited.is_limited(t._dtype) or _limited.is_limited(dt):  # no typed storages
+        return _limited.convert(t, dt, dev)
     src = t.contiguous()
     out = empty(src._shape, dt, dev)
     copy_storage(out.storage(), src.storage(), count=src.numel(), src_offset=src._offset)

@@ -34,6 +34,8 @@ def _finish(t: Tensor, requires_grad: bool) -> Tensor:
 
 def _host_to(arr: np.ndarray, dt: D.dtype, dev: Device) -> Tensor:
     """A new tensor on ``dev`` holding ``arr`` cast to ``dt``."""
+    if dt in D.FLOAT8_DTYPES:  # PyTorch's rounding (through float), not ml_dtypes'
+        return convert(_host_to(arr, D.float32, dev), dt, dev)
     if dev.type == "cpu":
         return host_constant(Tensor._from_np(np.array(arr, dtype=dt.np_dtype, order="C",
                                                       copy=True)))
@@ -139,26 +141,37 @@ def scalar_tensor(value: Any, dtype: D.dtype | None = None, device: Any = None) 
     return _host_to(np.asarray(value), dt, resolve_device(device))
 
 
+def _size_kw(fn: str, args: tuple, size: Any) -> tuple:
+    """The size given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=``."""
+    if size is None:
+        return args
+    if args:
+        raise TypeError(f"{fn}() got multiple values for argument 'size'")
+    return (size,)
+
+
 def _filled(size: tuple, value: Any, dtype: Any, device: Any, requires_grad: bool,
-            out: Tensor | None = None) -> Tensor:
+            out: Tensor | None = None, zero: bool = False) -> Tensor:
+    # zero: zeros, which (as zero_) takes every dtype, where fill_(0) refuses the shell dtypes
     dt = _dtype_or_default(dtype)
     dev = resolve_device(device)
     t = alloc(new_shape(size), dt, dev) if out is None else out.resize_(new_shape(size))
-    t.fill_(value)
+    t.zero_() if zero else t.fill_(value)
     t._storage._version = 0
     return _finish(t, requires_grad)
 
 
 @op(method=False, differentiable=False, vmap_exempt=True)
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          out: Tensor | None = None, layout: Any = None) -> Tensor:
-    return _filled(size, 0, dtype, device, requires_grad, out)
+def zeros(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    return _filled(_size_kw("zeros", args, size), 0, dtype, device, requires_grad, out,
+                   zero=True)
 
 
 @op(method=False, differentiable=False, vmap_exempt=True)
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-         out: Tensor | None = None, layout: Any = None) -> Tensor:
-    return _filled(size, 1, dtype, device, requires_grad, out)
+def ones(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False, out: Tensor | None = None, layout: Any = None) -> Tensor:
+    return _filled(_size_kw("ones", args, size), 1, dtype, device, requires_grad, out)
 
 
 @op(method=False, differentiable=False, vmap_exempt=True)
@@ -172,9 +185,10 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, device: Any = None,
 
 
 @op(method=False, differentiable=False, vmap_exempt=True)
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-          out: Tensor | None = None, layout: Any = None, pin_memory: bool = False,
-          memory_format: Any = None) -> Tensor:
+def empty(*args: Any, size: Any = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False, out: Tensor | None = None, layout: Any = None,
+          pin_memory: bool = False, memory_format: Any = None) -> Tensor:
+    size = _size_kw("empty", args, size)
     if out is not None:
         return out.resize_(new_shape(size))
     shape, dt, dev = new_shape(size), _dtype_or_default(dtype), resolve_device(device)
@@ -246,15 +260,20 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     elif start is None:
         start = 0
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    if vals[2] == 0:
-        raise RuntimeError("arange: step must be nonzero")
+    # PyTorch's checks, in its order (a NaN step is not "> 0 or < 0")
+    if not (vals[2] > 0 or vals[2] < 0):
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(vals[0]) and math.isfinite(vals[1])):
+        raise RuntimeError(f"unsupported range: {vals[0]} -> {vals[1]}")
     if (vals[1] - vals[0]) / vals[2] < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign "
                            f"(start={vals[0]}, end={vals[1]}, step={vals[2]})")
     if dtype is None:
         is_float = any(isinstance(v, float) for v in vals)
         dtype = D.get_default_dtype() if is_float else D.int64
     dt = D.to_dtype(dtype)
+    if not math.isfinite(vals[2]) and not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
     n = math.ceil((vals[1] - vals[0]) / vals[2])
     # Computed in float64/int64 like PyTorch's CPU kernel, then cast.
     arr = vals[0] + np.arange(n, dtype=np.float64 if dt.category >= D.FLOATING else np.int64) \

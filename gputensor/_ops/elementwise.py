@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor import _limited
 from gputensor._device import CPU
+from gputensor._op_hook import OP_HOOK
 from gputensor._tensor import Tensor
 from gputensor.autograd.derivatives import Derivative, NoDerivative
 from gputensor.autograd.formulas import cj, masked
@@ -29,7 +31,7 @@ from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
 from ._overlap import check_overlap
 
 # dtype rules: how the compute dtype and the output dtype follow from the promoted type.
-_FLOAT_RESULT = ("float", "float_compare")
+_FLOAT_RESULT = ("float", "float_compare", "real_float")  # real_float: complex gives real
 _BOOL_OUT = ("compare", "predicate", "float_compare")
 
 
@@ -52,8 +54,10 @@ def _rule_dtypes(op: OpDef, promoted: D.dtype) -> tuple[D.dtype, D.dtype]:
         promoted = D.float64 if rule == "float_compare" else D.get_default_dtype()
     if rule in _BOOL_OUT:
         return promoted, D.bool
-    if rule == "abs":
+    if rule in ("abs", "real_float"):
         return promoted, promoted.to_real()
+    if rule == "int32":
+        return promoted, D.int32
     return promoted, promoted
 
 
@@ -69,7 +73,12 @@ def _check_int_divisor(op: OpDef, compute: D.dtype, inputs: list) -> None:
 
 def _check_pow_exponent(op: OpDef, compute: D.dtype, inputs: list) -> None:
     # Like PyTorch, only a Python scalar exponent is rejected; tensor exponents wrap in ipow.
-    if not op.int_pow or compute.category > D.INTEGRAL or isinstance(inputs[1], Tensor):
+    if not op.int_pow or compute.category > D.INTEGRAL:
+        return
+    if compute is D.bool and type(inputs[1]) is not bool:
+        # PyTorch computes bool ** (Python bool) in bool; any other all-bool pow has no kernel
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if isinstance(inputs[1], Tensor):
         return
     if inputs[1] < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -198,6 +207,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     default_params = tuple(op.defaults.get(k) for k in op.params)
     kernels = kernel_cache()  # device type -> kernel; emptied when the profiler swaps tables
     vmap = VMAP
+    hook = OP_HOOK   # below autograd: the kernel call may go to an op hook handler
     cached_kernel = kernels.get
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
@@ -213,6 +223,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             check_overlap(inplace, inputs)
         elif isinstance(out, Tensor):  # anything else is refused by check_out below
             check_overlap(out, inputs)
+        if _limited.limited_operand(inputs) is not None:  # uint16, float8, ... (_limited.py)
+            return _limited.elementwise_entry(op.name, inputs, params, out, inplace)
         planned = _broadcast(op, inputs)
         if planned is None:
             from gputensor.sparse._elementwise import route
@@ -256,7 +268,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         else:
             params = default_params
         t0 = args[0]
-        if out is None and isinstance(t0, Tensor):
+        if out is None and not hook.active and isinstance(t0, Tensor):
             # Fast path: tensors (or Parameters) of one dtype, shape and device, and Python
             # numbers that don't change the dtype.
             dt, shape, dev = t0._dtype, t0._shape, t0._storage.device
@@ -273,7 +285,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                     if _fw_state.active:
                         elementwise_jvp(op, result, args, params)
                     return result
-        result = compute_and_run(args, params, out, None)
+        result = compute_and_run(args, params, out, None) if not hook.active else hook.call(
+            op.name, (*args, *params), {}, lambda: compute_and_run(args, params, out, None))
         if is_grad_enabled():
             if out is not None and needs_graph(out, args, {}):
                 raise RuntimeError(f"{op.name}(): functions with out=... arguments don't support "
@@ -422,7 +435,7 @@ elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=
             grad=("g", "-g * _div_floor(a, b)"))
 elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
             grad=("g", "-g * div(a, b, rounding_mode='trunc')"))
-elementwise("pow", "ipow(a, b)", B, flops=10, no_bool=True, int_pow=True,
+elementwise("pow", "ipow(a, b)", B, flops=10, int_pow=True,  # bool: _check_pow_exponent
             grad=(lambda g, a, b: _pow_grad_base(g, a, b),
                   lambda g, a, b, out: _pow_grad_exponent(g, a, b, out)))
 elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True,
@@ -473,7 +486,7 @@ elementwise("hypot", "hypot(a, b)", B, "float", flops=10, no_complex=True,
 elementwise("copysign", "copysign(a, b)", B, "float", no_complex=True,
             grad=("masked(g * out / a, a != 0)", "g * 0"))
 # ldexp's integer-exponent path (b: int32-wrapped, clamped exponents carried in a's dtype).
-elementwise("_ldexp_int", "ldexp_int(a, b)", B, method=False, no_complex=True,
+elementwise("_ldexp_int", "ldexp_int(a, b)", B, method=False, no_complex=True, float_only=True,
             grad=("g.ldexp(b)", None))
 # log(exp(a) + exp(b)) without overflow (the scalar function has PyTorch's complex form).
 elementwise("logaddexp", "logaddexp(a, b)", B, "float", flops=25,
@@ -504,6 +517,29 @@ elementwise("_where", "b if a else c", T, method=False, inplace=False,
             grad=(None, "masked(g, a)", "masked(g, ~a)"))
 elementwise("_copy", "a", method=False, inplace=False, flops=0,
             grad=("g",))
+# angle: atan2(imag, real); reals give pi for negatives, else 0, keeping NaN (PyTorch's rule).
+elementwise("angle", "angle(a)", U, "real_float", inplace=False, flops=20,
+            grad=("masked(g * a / (a.abs() * a.abs()) * 1j, a != 0) if a.is_complex() "
+                  "else g * 0",),
+            jvp="masked((a_t * cj(a)).imag / (a.abs() * a.abs()), a != 0) if a.is_complex() "
+                "else a_t * 0")
+# Backends of _ops/math_extras.py's frontends (which check operands and carry derivatives):
+# gcd/lcm in the operands' own width (``bits``: _int_width), C's nextafter and frexp.
+elementwise("_gcd", "gcd(a, b, bits)", B, "int_only", method=False, params=("bits",),
+            defaults={"bits": 0}, resolve_params=lambda p, dt: (_int_width(dt),))
+elementwise("_lcm", "lcm(a, b, bits)", B, "int_only", method=False, params=("bits",),
+            defaults={"bits": 0}, resolve_params=lambda p, dt: (_int_width(dt),))
+elementwise("_nextafter", "nextafter(a, b)", B, method=False, float_only=True, no_complex=True)
+elementwise("_frexp_mantissa", "frexp_mantissa(a)", method=False, inplace=False,
+            float_only=True, no_complex=True)
+elementwise("_frexp_exponent", "frexp_exponent(a)", U, "int32", method=False, inplace=False,
+            float_only=True, no_complex=True)
+
+
+def _int_width(dt: D.dtype) -> int:
+    """The width gcd/lcm compute in: a signed type's bits, 0 for uint8 (the vocabulary's
+    code for the one unsigned integer dtype; params travel in the compute dtype)."""
+    return 0 if dt in (D.uint8, D.bool) else dt.itemsize * 8
 
 
 def _nan_to_num_defaults(params: tuple, compute: D.dtype) -> tuple:

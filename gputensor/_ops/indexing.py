@@ -178,6 +178,9 @@ def getitem(self: Tensor, index: Any) -> Tensor:
     base, adv = _resolve(self, index)
     if all(a is None for a in adv):
         return base
+    if type(base._dtype) is D._LimitedDtype:  # a gather of the carrier's bits
+        from gputensor._limited import gather
+        return gather(base, _check_bounds(base, adv))
     return kernel(base, "_index")(base, _check_bounds(base, adv))
 
 
@@ -191,6 +194,9 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
     if needs_graph(self, (value,), {}):
         apply_inplace(self, lambda: _setitem_functional(self, index, value))
         return
+    if type(self._dtype) is D._LimitedDtype:  # uint16, float8, ...: through the carrier
+        from gputensor._limited import setitem as limited_setitem
+        return limited_setitem(self, index, value)
     if not isinstance(value, Tensor):
         # a 16-bit float target takes the value as a double first (rounding to inf)
         value = checked_fill_value(value, D.float64 if self._dtype.itemsize == 2 and

@@ -94,6 +94,8 @@ def _accumulate_dtype(dtype: Any, out: Tensor | None) -> D.dtype | None:
 
 def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
               out: Tensor | None) -> Tensor:
+    if input._dtype in D.WIDE_UNSIGNED and dtype is None:  # sums in int64, as PyTorch
+        input = input.to(D.int64)
     dt = _accumulate_dtype(dtype, out)
     x = input if dt is None or dt is input.dtype else input.to(dt)
     if dt is None:

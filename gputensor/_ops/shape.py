@@ -222,6 +222,11 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, axis: int | None = None,
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
                                f"concatenated")
     dt = _promote_all(tensors)
+    if type(dt) is D._LimitedDtype:  # uint16, float8, ...: the carrier's bits are joined
+        from gputensor._limited import carrier, reinterpret
+        joined = cat([reinterpret(t, carrier(dt)) for t in tensors], dim, out=None if out is None
+                     else reinterpret(out, carrier(dt)))
+        return out if out is not None else reinterpret(joined, dt)
     dev = common_device(*tensors, op_name="cat")
     parts = [(i, t) for i, t in enumerate(tensors) if t._shape != (0,)]
     if not parts:

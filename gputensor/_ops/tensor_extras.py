@@ -338,11 +338,6 @@ def storage_type(self: Tensor) -> type:
 
 
 @tensor_method()
-def resize_as_(self: Tensor, other: Tensor, *, memory_format: Any = None) -> Tensor:
-    return self.resize_(tuple(other.shape))
-
-
-@tensor_method()
 def hardshrink(self: Tensor, lambd: float = 0.5) -> Tensor:
     from gputensor.nn.functional import hardshrink as _hardshrink
 

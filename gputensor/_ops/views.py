@@ -9,6 +9,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim, parse_size
+from gputensor.autograd.grad_mode import is_grad_enabled
 
 from ._core import as_index_list, op, tensor_method
 
@@ -448,13 +449,24 @@ def diagonal(input: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Te
 
 
 @tensor_method()
-def resize_(self: Tensor, *sizes: Any) -> Tensor:
+def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     shape = parse_size(sizes)
+    # PyTorch refuses any resize_ of a tensor that requires grad; out= paths here resize_ to the
+    # same shape under no_grad, which PyTorch's resize_output skips, so that one passes.
+    if self._requires_grad and (shape != self._shape or is_grad_enabled()):
+        raise RuntimeError("cannot resize variables that require grad")
+    strides = contiguous_strides(shape)
+    if memory_format is not None:
+        from gputensor import _memory_format as MF
+        fmt = MF.check(memory_format, "resize_")
+        if fmt is MF.preserve_format:
+            raise RuntimeError("Unsupported memory formatPreserve")  # (sic) PyTorch's
+        strides = MF.format_strides(shape, fmt)
     n = math.prod(shape)
     need = (self._offset + n) * self._dtype.itemsize
     if need > self._storage.nbytes():
         self._storage.resize_(need)
-    self._shape, self._stride = shape, contiguous_strides(shape)
+    self._shape, self._stride = shape, strides
     self._np_buf = None
     return self
 

@@ -60,6 +60,9 @@ TABLES: dict[str, dict[str, str]] = {
             **dict.fromkeys(("cat", "stack", "index_copy"), "promote")},
 }
 DEFAULT_DTYPES = {"cuda": D.float16, "cpu": D.bfloat16}
+# Device types whose autocast state PyTorch keeps (torch.set_autocast_ipu_enabled, ...) though
+# gputensor has no such device: readable and settable, never applied to an op.
+STATE_ONLY_DTYPES = {"ipu": D.float16, "xla": D.bfloat16}
 SUPPORTED_DTYPES = {"cuda": (D.float16, D.bfloat16), "cpu": (D.bfloat16, D.float16)}
 
 
@@ -68,8 +71,8 @@ class _State(threading.local):
     ops running (inner ops do not cast again), the nesting of regions and the cast cache."""
 
     def __init__(self) -> None:
-        self.enabled = {"cuda": False, "cpu": False}
-        self.dtype = dict(DEFAULT_DTYPES)
+        self.enabled = dict.fromkeys((*DEFAULT_DTYPES, *STATE_ONLY_DTYPES), False)
+        self.dtype = {**DEFAULT_DTYPES, **STATE_ONLY_DTYPES}
         self.cache_enabled = True
         self.depth = 0
         self.nesting = 0
@@ -118,8 +121,8 @@ def clear_autocast_cache() -> None:
     _state.cache.clear()
 
 
-def _check_device_type(device_type: Any) -> None:
-    if device_type not in DEFAULT_DTYPES:
+def _check_device_type(device_type: Any, state_only: bool = True) -> None:
+    if device_type not in DEFAULT_DTYPES and not (state_only and device_type in STATE_ONLY_DTYPES):
         raise RuntimeError(f"User specified an unsupported autocast device_type "
                            f"'{device_type}'; gputensor autocasts 'cuda' and 'cpu'")
 
@@ -246,7 +249,7 @@ class autocast:
                  cache_enabled: bool | None = None) -> None:
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
-        _check_device_type(device_type)
+        _check_device_type(device_type, state_only=False)
         self.device = device_type
         self.fast_dtype = DEFAULT_DTYPES[device_type] if dtype is None else dtype
         self._enabled = bool(enabled)
@@ -338,7 +341,7 @@ def custom_fwd(fwd: Callable | None = None, *, device_type: str,
     without, run it in the autocast state of the caller (and remember it for backward)."""
     if fwd is None:
         return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
-    _check_device_type(device_type)
+    _check_device_type(device_type, state_only=False)
 
     @functools.wraps(fwd)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -364,7 +367,7 @@ def custom_bwd(bwd: Callable | None = None, *, device_type: str) -> Callable:
     """For a custom Function's ``backward``: run it in the autocast state its forward ran in."""
     if bwd is None:
         return functools.partial(custom_bwd, device_type=device_type)
-    _check_device_type(device_type)
+    _check_device_type(device_type, state_only=False)
 
     @functools.wraps(bwd)
     def run(ctx: Any, *args: Any, **kwargs: Any) -> Any:

@@ -86,6 +86,16 @@ class GradScaler:
     def _unscale_grads_(self, optimizer: Any, inv_scale: Tensor, found_inf: Tensor,
                         allow_fp16: bool) -> dict[Any, Tensor]:
         per_device: dict[Any, Tensor] = {}
+        per_device_inv: dict[Any, Tensor] = {}
+        dense: dict[Any, list[Tensor]] = defaultdict(list)
+
+        def replicas(dev: Any) -> tuple[Tensor, Tensor]:
+            flag = per_device.get(dev)
+            if flag is None:
+                flag = per_device[dev] = found_inf.to(dev).clone()
+                per_device_inv[dev] = inv_scale.to(dev)
+            return flag, per_device_inv[dev]
+
         with gt.no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
@@ -94,20 +104,22 @@ class GradScaler:
                         continue
                     if not allow_fp16 and g.dtype is D.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
-                    if g.is_sparse:
-                        if g.dtype is D.float16:
-                            g = p.grad = g.coalesce()
-                        vals = g._values()
-                    else:
-                        vals = g
-                    dev = g.device
-                    flag = per_device.get(dev)
-                    if flag is None:
-                        flag = per_device[dev] = found_inf.to(dev).clone()
-                    # One reduction per gradient: any inf/NaN sets the device's flag.
+                    replicas(g.device)
+                    if not g.is_sparse:
+                        dense[g.device].append(g)
+                        continue
+                    if g.dtype is D.float16:
+                        g = p.grad = g.coalesce()
+                    vals = g._values()
+                    flag, inv = replicas(g.device)
+                    # Sparse values: one reduction each sets the device's flag.
                     flag.copy_(gt.maximum(flag, (~gt.isfinite(vals)).any().to(D.float32)))
-                    vals.mul_(inv_scale.to(dev).to(vals.dtype if vals.is_floating_point()
-                                                   or vals.is_complex() else D.float32))
+                    vals.mul_(inv.to(vals.dtype if vals.is_floating_point()
+                                     or vals.is_complex() else D.float32))
+            # Dense gradients: one fused kernel per (device, dtype), as PyTorch's.
+            for dev, grads in dense.items():
+                flag, inv = replicas(dev)
+                gt._amp_foreach_non_finite_check_and_unscale_(grads, flag, inv)
         return per_device
 
     def unscale_(self, optimizer: Any) -> None:
@@ -176,17 +188,9 @@ class GradScaler:
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def _update_scale(self, found_inf: Tensor) -> None:
-        """PyTorch's ``_amp_update_scale_`` on the device: back off after an overflow, grow
-        after ``growth_interval`` clean steps (no host read)."""
-        with gt.no_grad():
-            bad = found_inf > 0
-            tracker = gt.where(bad, gt.zeros_like(self._growth_tracker),
-                               self._growth_tracker + 1)
-            grow = tracker >= self._growth_interval
-            scale = gt.where(bad, self._scale * self._backoff_factor,
-                             gt.where(grow, self._scale * self._growth_factor, self._scale))
-            self._scale.copy_(scale)
-            self._growth_tracker.copy_(gt.where(grow, gt.zeros_like(tracker), tracker))
+        """PyTorch's ``_amp_update_scale_`` on the device (one kernel, no host read)."""
+        gt._amp_update_scale_(self._scale, self._growth_tracker, found_inf,
+                              self._growth_factor, self._backoff_factor, self._growth_interval)
 
     def _check_scale_growth_tracker(self, funcname: str) -> None:
         if self._scale is None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from gputensor._device import device as Device
 from gputensor.kernels.cuda import device as _kdevice
+from gputensor.kernels.cuda.runtime import AcceleratorError
 
 
 def _require() -> Any:
@@ -40,8 +41,8 @@ def _checked(index: int) -> int:
     _require()
     count = len(_kdevice.runtimes())
     if not 0 <= index < count:
-        raise RuntimeError(f"CUDA error: invalid device ordinal (device {index} requested, "
-                           f"{count} device(s) available)")
+        raise AcceleratorError(f"CUDA error: invalid device ordinal (device {index} requested, "
+                               f"{count} device(s) available)")
     return index
 
 

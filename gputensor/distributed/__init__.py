@@ -1,9 +1,9 @@
-"""gt.distributed: PyTorch's process groups and collectives, on MPI (mpi4py) for CPU tensors.
+"""gt.distributed: PyTorch's process groups, collectives and stores.
 
-Launch the processes with MPI's launcher (``mpiexec -n 2 python train.py``), then
-``init_process_group("mpi")`` (or "gloo", PyTorch's CPU backend name, which runs on the same
-MPI engine). CUDA tensors are staged through host memory on this engine; NCCL is not built yet
-(``is_nccl_available()`` is False).
+CPU engines: "gloo" (TCP between the ranks, which meet through a store: env://, tcp://,
+file:// or ``store=``; launch with ``gputensor-run --standalone --nproc-per-node N`` or any
+launcher that sets torchrun's variables) and "mpi" (``mpiexec -n 2 python train.py``; under
+MPI's launcher "gloo" runs on MPI too). CUDA tensors use NCCL through CuPy where it exists.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .collectives import (
     send,
     send_object_list,
 )
+from .errors import DistBackendError, DistError, DistNetworkError, DistStoreError, QueueEmptyError
 from .process_group import (
     Backend,
     GroupMember,
@@ -60,8 +61,11 @@ from .process_group import (
     new_group,
 )
 from .reduce_op import ReduceOp, reduce_op
+from .store import FileStore, HashStore, PrefixStore, Store, TCPStore
 
 __all__ = [
+    "DistBackendError", "DistError", "DistNetworkError", "DistStoreError", "FileStore",
+    "HashStore", "PrefixStore", "QueueEmptyError", "Store", "TCPStore",
     "Backend", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
     "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
     "all_to_all_single", "barrier", "batch_isend_irecv", "broadcast", "broadcast_object_list",

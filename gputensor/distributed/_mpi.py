@@ -32,6 +32,14 @@ def mpi() -> Any:
     return MPI
 
 
+# The engine interface collectives.py reads from a group's engine (as _gloo.py's):
+# reduction(op, dtype, fn), IN_PLACE, ANY_SOURCE, UNDEFINED, Status.
+def __getattr__(name: str) -> Any:
+    if name in ("IN_PLACE", "ANY_SOURCE", "UNDEFINED", "Status"):
+        return getattr(mpi(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def available() -> bool:
     try:
         import mpi4py  # noqa: F401
@@ -71,10 +79,8 @@ class Buffer:
                 self.tensor.copy_(result)
 
 
-def mpi_op(op: Any, dt: D.dtype, fn: str) -> Any:
-    """The MPI reduction for ``op`` on ``dt`` (bool: the logical ones, as PyTorch's bool
-    reductions behave)."""
-    MPI = mpi()
+def check_op(op: Any, dt: D.dtype, fn: str, backend: str = "MPI") -> ReduceOp.RedOpType:
+    """``op``'s code, after refusing what the CPU backends cannot do with ``dt``."""
     code = ReduceOp.code(op)
     if dt.is_complex and code in (ReduceOp.MIN, ReduceOp.MAX, ReduceOp.BAND, ReduceOp.BOR,
                                   ReduceOp.BXOR):
@@ -83,10 +89,18 @@ def mpi_op(op: Any, dt: D.dtype, fn: str) -> Any:
         raise RuntimeError(f"{fn}: ReduceOp.{ReduceOp.name(code)} needs integer or bool "
                            f"tensors, got {dt}")
     if code == ReduceOp.PREMUL_SUM:
-        raise ValueError(f"Cannot use ReduceOp.PREMUL_SUM with the MPI backend ({fn})")
+        raise ValueError(f"Cannot use ReduceOp.PREMUL_SUM with the {backend} backend ({fn})")
     if code == ReduceOp.AVG and not (dt.is_floating_point or dt.is_complex):
         raise ValueError(f"{fn}: ReduceOp.AVG needs floating point or complex tensors, got "
                          f"{dt}")
+    return code
+
+
+def mpi_op(op: Any, dt: D.dtype, fn: str) -> Any:
+    """The MPI reduction for ``op`` on ``dt`` (bool: the logical ones, as PyTorch's bool
+    reductions behave)."""
+    MPI = mpi()
+    code = check_op(op, dt, fn)
     if dt is D.bool:
         return {ReduceOp.SUM: MPI.LOR, ReduceOp.AVG: MPI.LOR, ReduceOp.PRODUCT: MPI.LAND,
                 ReduceOp.MIN: MPI.LAND, ReduceOp.MAX: MPI.LOR, ReduceOp.BAND: MPI.LAND,
@@ -94,6 +108,9 @@ def mpi_op(op: Any, dt: D.dtype, fn: str) -> Any:
     return {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
             ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX, ReduceOp.BAND: MPI.BAND,
             ReduceOp.BOR: MPI.BOR, ReduceOp.BXOR: MPI.BXOR}[code]
+
+
+reduction = mpi_op
 
 
 def averaging(op: Any, buf: Buffer, size: int) -> Callable[[], None]:

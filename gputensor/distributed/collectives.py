@@ -1,5 +1,6 @@
-"""Collectives and point-to-point ops over a process group's MPI communicator, PyTorch's
-signatures. ``async_op=True`` returns a :class:`Work` (MPI's non-blocking call underneath);
+"""Collectives and point-to-point ops over a process group's communicator (MPI's, or the gloo
+engine's with the same API: ``pg.engine`` names the engine), PyTorch's signatures.
+``async_op=True`` returns a :class:`Work` (the engine's non-blocking call underneath);
 otherwise the call returns once this rank's part is done (None, as PyTorch's)."""
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ class Work:
             self._finish()
 
     def wait(self, timeout: Any = None) -> bool:
-        if self._requests:
-            _mpi.mpi().Request.Waitall(self._requests)
+        if self._requests:  # the engine's Request class (mpi4py's, or _gloo's)
+            type(self._requests[0]).Waitall(self._requests)
         self._complete()
         return True
 
     def is_completed(self) -> bool:
         if self._done:
             return True
-        if not self._requests or _mpi.mpi().Request.Testall(self._requests):
+        if not self._requests or type(self._requests[0]).Testall(self._requests):
             self._complete()
             return True
         return False
@@ -133,9 +134,8 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,  # noq
     if nccl is not None:
         return _queued(nccl.all_reduce(tensor, op), async_op)
     buf = _mpi.Buffer(tensor, "all_reduce")
-    mop = _mpi.mpi_op(op, tensor.dtype, "all_reduce")
-    MPI = _mpi.mpi()
-    req = pg.comm.Iallreduce(MPI.IN_PLACE, buf.array, mop)
+    mop = pg.engine.reduction(op, tensor.dtype, "all_reduce")
+    req = pg.comm.Iallreduce(pg.engine.IN_PLACE, buf.array, mop)
     return _run([req], _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish), async_op)
 
 
@@ -149,10 +149,9 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
     if nccl is not None:
         return _queued(nccl.reduce(tensor, op, root), async_op)
     buf = _mpi.Buffer(tensor, "reduce", writes=pg.rank() == root)
-    mop = _mpi.mpi_op(op, tensor.dtype, "reduce")
-    MPI = _mpi.mpi()
+    mop = pg.engine.reduction(op, tensor.dtype, "reduce")
     if pg.rank() == root:
-        req = pg.comm.Ireduce(MPI.IN_PLACE, buf.array, mop, root)
+        req = pg.comm.Ireduce(pg.engine.IN_PLACE, buf.array, mop, root)
         finish = _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish)
     else:
         req = pg.comm.Ireduce(buf.array, None, mop, root)
@@ -174,7 +173,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
         return _queued(nccl.reduce_scatter(output, input, op), async_op)
     src = _mpi.Buffer(input, "reduce_scatter_tensor", writes=False)
     out = _mpi.Buffer(output, "reduce_scatter_tensor")
-    mop = _mpi.mpi_op(op, output.dtype, "reduce_scatter_tensor")
+    mop = pg.engine.reduction(op, output.dtype, "reduce_scatter_tensor")
     req = pg.comm.Ireduce_scatter_block(src.array, out.array, mop)
     return _run([req], _finish_all(_mpi.averaging(op, out, n), out.finish), async_op)
 
@@ -409,12 +408,11 @@ def isend(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 
 def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0,  # noqa: A002
           group_src: int | None = None) -> Work:
     pg = resolve(group)
-    MPI = _mpi.mpi()
-    peer = MPI.ANY_SOURCE if src is None and group_src is None else \
+    peer = pg.engine.ANY_SOURCE if src is None and group_src is None else \
         _peer(pg, src, group_src, "src")
     nccl = pg.nccl_for(tensor)
     if nccl is not None:
-        if peer == MPI.ANY_SOURCE:
+        if peer == pg.engine.ANY_SOURCE:
             raise RuntimeError("irecv from any source is not supported by NCCL: name src")
         return _StreamWork(nccl.recv(tensor, peer))
     buf = _mpi.Buffer(tensor, "irecv")
@@ -430,14 +428,13 @@ def recv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0
          group_src: int | None = None) -> int:
     """Receive into ``tensor``; returns the sender's global rank."""
     pg = resolve(group)
-    MPI = _mpi.mpi()
-    peer = MPI.ANY_SOURCE if src is None and group_src is None else \
+    peer = pg.engine.ANY_SOURCE if src is None and group_src is None else \
         _peer(pg, src, group_src, "src")
     if pg.nccl_for(tensor) is not None:
         irecv(tensor, src, group, tag, group_src).wait()
         return pg.ranks[peer]
     buf = _mpi.Buffer(tensor, "recv")
-    status = MPI.Status()
+    status = pg.engine.Status()
     pg.comm.Recv(buf.array, peer, tag, status)
     buf.finish()
     return pg.ranks[status.Get_source()]
@@ -514,10 +511,9 @@ def recv_object_list(object_list: list[Any], src: int | None = None, group: Any 
                      device: Any = None, group_src: int | None = None,  # noqa: A002
                      use_batch: bool = False) -> int:
     pg = resolve(group)
-    MPI = _mpi.mpi()
-    peer = MPI.ANY_SOURCE if src is None and group_src is None else \
+    peer = pg.engine.ANY_SOURCE if src is None and group_src is None else \
         _peer(pg, src, group_src, "src")
-    status = MPI.Status()
+    status = pg.engine.Status()
     data = pickle.loads(pg.comm.recv(source=peer, status=status))
     object_list[:len(data)] = data
     return pg.ranks[status.Get_source()]

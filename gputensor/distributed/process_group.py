@@ -1,5 +1,6 @@
 """Process groups: the default (world) group made by ``init_process_group`` and the subgroups
-of ``new_group``, each an MPI communicator over its member ranks.
+of ``new_group``, each a communicator over its member ranks: MPI's (``_mpi``), or the gloo
+engine's (``_gloo``: TCP between the ranks, which meet through a store) with the same API.
 
 Ranks that ``src``/``dst`` arguments name are global (world) ranks, as in PyTorch;
 ``group_src``/``group_dst`` name ranks inside the group.
@@ -12,15 +13,18 @@ import os
 import sys
 import time
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
-from . import _mpi
+from . import _gloo, _mpi
+from .store import FileStore, PrefixStore, Store, TCPStore
 
 default_pg_timeout = datetime.timedelta(minutes=30)
 
-# The CPU engine is MPI. "gloo" (PyTorch's CPU backend) is accepted as a name for it, so
-# scripts written for gloo run unchanged; "nccl" is NCCL through CuPy for CUDA tensors (CPU
-# tensors and Python objects still go through MPI, which also bootstraps NCCL).
+# CPU engines: "gloo" is TCP between the ranks (_gloo.py), except in processes MPI's launcher
+# started, where it (and "mpi") runs on MPI; "nccl" is NCCL through CuPy for CUDA tensors (CPU
+# tensors and Python objects use the CPU engine, which also bootstraps NCCL).
 _CPU_BACKENDS = ("mpi", "gloo")
+_inits = 0  # default groups made in this process: each rendezvous gets keys of its own
 
 
 class Backend(str):
@@ -40,8 +44,10 @@ class Backend(str):
 class ProcessGroup:
     """A set of ranks and the communicator they talk over."""
 
-    def __init__(self, comm: Any, ranks: list[int], backend: str, nccl: bool = False) -> None:
+    def __init__(self, comm: Any, ranks: list[int], backend: str, nccl: bool = False,
+                 engine: Any = _mpi) -> None:
         self.comm, self.ranks, self._backend = comm, list(ranks), Backend(backend)
+        self.engine = engine      # the communicator's module: _mpi or _gloo
         self._use_nccl = nccl     # CUDA tensors go through NCCL (else MPI, staged on the host)
         self._nccl: Any = None    # the NCCL communicator, made at the first CUDA collective
 
@@ -106,7 +112,7 @@ def resolve(group_: Any) -> ProcessGroup:
 
 
 def is_available() -> bool:
-    return _mpi.available()
+    return True  # the gloo engine needs nothing beyond the standard library
 
 
 def is_mpi_available() -> bool:
@@ -114,7 +120,7 @@ def is_mpi_available() -> bool:
 
 
 def is_gloo_available() -> bool:
-    return _mpi.available()  # the gloo name runs on the MPI engine
+    return True
 
 
 def is_nccl_available() -> bool:
@@ -139,12 +145,86 @@ def _abort_on_uncaught(comm: Any) -> None:
     sys.excepthook = hook
 
 
+def _launched_by_mpi() -> bool:
+    return "PMI_RANK" in os.environ or "OMPI_COMM_WORLD_RANK" in os.environ
+
+
+def _uses_mpi(name: str, init_method: str | None, store: Any) -> bool:
+    """Whether the default group runs on MPI: asked for by name, or a process of an MPI job
+    (mpiexec) joining through env://, or a lone process with no rendezvous variables (MPI's
+    one-process world)."""
+    if name == Backend.MPI:
+        return True
+    if store is not None or init_method not in (None, "env://"):
+        return False
+    if _launched_by_mpi():
+        return True
+    return not ({"RANK", "MASTER_ADDR"} & set(os.environ)) and _mpi.available()
+
+
+def _env_int(var: str, given: int) -> int:
+    if given >= 0:
+        return given
+    if var not in os.environ:
+        raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: "
+                         f"environment variable {var} expected, but not set")
+    return int(os.environ[var])
+
+
+def _rendezvous(init_method: str | None, rank: int, world_size: int,
+                timeout: datetime.timedelta) -> tuple[Store, int, int]:
+    """The store the processes meet in, and this process's rank and the world size, from
+    env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), tcp://host:port or file:///path
+    (rank and world_size as arguments or ?rank=..&world_size=.. in the URL)."""
+    url = urlparse(init_method or "env://")
+    query = {k: int(v[-1]) for k, v in parse_qs(url.query).items()
+             if k in ("rank", "world_size")}
+    rank, world_size = query.get("rank", rank), query.get("world_size", world_size)
+    if url.scheme == "env":
+        rank, world_size = _env_int("RANK", rank), _env_int("WORLD_SIZE", world_size)
+        host = os.environ.get("MASTER_ADDR")
+        if host is None:
+            raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
+                             "environment variable MASTER_ADDR expected, but not set")
+        port = _env_int("MASTER_PORT", -1)
+    elif url.scheme in ("tcp", "file"):
+        if rank < 0 or world_size <= 0:
+            raise ValueError(f"{url.scheme}:// rendezvous needs rank and world_size (as "
+                             f"arguments or in the URL's query), got rank={rank}, "
+                             f"world_size={world_size}")
+        if url.scheme == "file":
+            return FileStore(url.path, world_size), rank, world_size
+        host, port = url.hostname or "127.0.0.1", url.port or 0
+    else:
+        raise RuntimeError(f"No rendezvous handler for {url.scheme}://")
+    # torchrun's agent serves the store itself (TORCHELASTIC_USE_AGENT_STORE): rank 0 is then
+    # a client like the others.
+    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+    store = TCPStore(host, port, world_size, is_master=rank == 0 and not agent,
+                     timeout=timeout, multi_tenant=True)
+    return store, rank, world_size
+
+
+def _close_on_uncaught(comm: Any) -> None:
+    """An uncaught exception closes this rank's connections, so the peers' collectives fail
+    (DistNetworkError) instead of waiting for it, and its own waiting threads end."""
+    previous = sys.excepthook
+
+    def hook(kind: Any, value: Any, tb: Any) -> None:
+        previous(kind, value, tb)
+        comm.t.close()
+    hook.previous = previous  # type: ignore[attr-defined]  # destroy_process_group restores it
+    sys.excepthook = hook
+
+
 def init_process_group(backend: str | None = None, init_method: str | None = None,
                        timeout: datetime.timedelta | None = None, world_size: int = -1,
                        rank: int = -1, store: Any = None, group_name: str = "",
                        pg_options: Any = None, device_id: Any = None) -> None:
-    """Join the job's processes into the default group. The processes are the MPI job's
-    (``mpiexec -n N python script.py``); ``world_size``/``rank``, when given, must agree."""
+    """Join the job's processes into the default group: through a store (``store``, or the
+    rendezvous of ``init_method``: env:// by default) on the gloo engine, or, under MPI's
+    launcher, as the MPI job's processes (``world_size``/``rank``, when given, must agree)."""
+    global _inits
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
     from . import _nccl
@@ -153,8 +233,33 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise RuntimeError("Distributed package doesn't have NCCL built in")
     if name not in (*_CPU_BACKENDS, Backend.NCCL):
         raise ValueError(f"Invalid backend: '{backend}' (available: 'mpi', 'gloo', 'nccl')")
+    if init_method is not None and store is not None:
+        raise ValueError("Cannot specify both init_method and store.")
     # Like PyTorch's default "cpu:gloo,cuda:nccl": CUDA tensors use NCCL where it exists.
     use_nccl = name == Backend.NCCL or (backend is None and _nccl.available())
+    if not _uses_mpi(name, init_method, store):
+        limit = timeout or default_pg_timeout
+        if store is not None:
+            if world_size <= 0:
+                raise ValueError("world_size must be positive if using store")
+            if rank < 0:
+                raise ValueError("rank must be non-negative if using store")
+            if not isinstance(store, Store):
+                raise TypeError(f"store must be a gt.distributed.Store, got "
+                                f"{type(store).__name__}")
+        else:
+            store, rank, world_size = _rendezvous(init_method, rank, world_size, limit)
+        if not 0 <= rank < world_size:
+            raise ValueError(f"Invalid rank {rank} for world size {world_size}")
+        _inits += 1
+        comm = _gloo.world(PrefixStore(f"default_pg/{_inits}", store), rank, world_size,
+                           limit.total_seconds())
+        pg = ProcessGroup(comm, list(range(world_size)), backend or "gloo", use_nccl, _gloo)
+        pg._store = store
+        _close_on_uncaught(comm)
+        GroupMember.WORLD = group.WORLD = pg
+        _groups.append(pg)
+        return
     if init_method not in (None, "env://") or store is not None:
         raise ValueError(f"init_method={init_method!r}/store: the MPI backend joins the "
                          f"processes its launcher started; launch with mpiexec (or "
@@ -187,6 +292,8 @@ def destroy_process_group(group_: ProcessGroup | None = None) -> None:
         pg.comm.Free()
     if group_ is None or group_ is GroupMember.WORLD:
         GroupMember.WORLD = group.WORLD = None
+        if hasattr(sys.excepthook, "previous"):  # the gloo world's hook: its comm is gone
+            sys.excepthook = sys.excepthook.previous
 
 
 def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any = None,
@@ -203,13 +310,13 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any 
             raise ValueError(f"new_group: rank {r} is out of range for world size "
                              f"{world.size()}")
     me = world.rank()
-    MPI = _mpi.mpi()
-    comm = world.comm.Split(0 if me in members else MPI.UNDEFINED,
+    comm = world.comm.Split(0 if me in members else world.engine.UNDEFINED,
                             members.index(me) if me in members else 0)
     if me not in members:
         return GroupMember.NON_GROUP_MEMBER
     pg = ProcessGroup(comm, members, world.name() if backend is None else backend,
-                      world._use_nccl if backend is None else Backend(backend) == Backend.NCCL)
+                      world._use_nccl if backend is None else Backend(backend) == Backend.NCCL,
+                      world.engine)
     _groups.append(pg)
     return pg
 

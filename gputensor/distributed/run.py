@@ -1,7 +1,12 @@
-"""The launcher: torchrun's flags, MPI's launcher underneath.
+"""The launcher: torchrun's flags, MPI's launcher underneath (or none: ``--standalone``).
 
     python -m gputensor.distributed.run --nproc-per-node 2 train.py --lr 0.1
     gputensor-run --nnodes 2 --nproc-per-node 4 --hostfile hosts train.py
+    gputensor-run --standalone --nproc-per-node 2 train.py     # no MPI: env:// and gloo
+
+Without MPI (``--standalone``, ``--no-mpi``, or no ``mpiexec`` installed) it starts this node's
+processes itself, as torchrun does (``_local_launch.py``: a TCPStore for the rendezvous, one
+launch per node with ``--node-rank``); the rest of this text is the MPI launch.
 
 It starts ``nnodes x nproc-per-node`` processes with ``mpiexec`` (from the MPICH wheel), each
 running the script with PyTorch's launcher variables set (RANK, LOCAL_RANK, WORLD_SIZE,
@@ -33,7 +38,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--master-port", "--master_port", type=int, default=29500)
     p.add_argument("--hostfile", help="MPICH host file (host:slots per line)")
     p.add_argument("--hosts", help="comma-separated host names, one per node")
-    p.add_argument("--standalone", action="store_true", help="one node (torchrun's flag)")
+    p.add_argument("--standalone", action="store_true",
+                   help="one node, no MPI: local processes with env:// (torchrun's flag)")
+    p.add_argument("--no-mpi", "--no_mpi", action="store_true",
+                   help="start the processes without MPI (env://; one launch per node)")
     p.add_argument("-m", "--module", action="store_true", help="run TARGET as a module")
     p.add_argument("--no-python", "--no_python", action="store_true",
                    help="TARGET is an executable, not a Python script")
@@ -42,9 +50,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def mpiexec() -> str:
+def _find_mpiexec() -> str | None:
     exe = shutil.which("mpiexec") or str(Path(sys.executable).with_name("mpiexec"))
-    if not Path(exe).exists():
+    return exe if Path(exe).exists() else None
+
+
+def mpiexec() -> str:
+    exe = _find_mpiexec()
+    if exe is None:
         raise SystemExit("gputensor-run needs MPI's launcher: pip install 'gputensor"
                          "[distributed]' (mpi4py and mpich)")
     return exe
@@ -77,6 +90,9 @@ def command(args: argparse.Namespace) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.standalone or args.no_mpi or _find_mpiexec() is None:
+        from ._local_launch import launch
+        return launch(args)
     proc = subprocess.Popen(command(args), env=dict(os.environ))
 
     def forward(signum: int, frame: object) -> None:

@@ -2,7 +2,9 @@
 
 ``vmap`` maps a function over a batch dimension through per-family batching rules; ``grad``,
 ``vjp``, ``jacrev``, ``jacfwd``, ``hessian``, ``jvp`` and ``linearize`` differentiate functions;
-``functional_call`` and ``stack_module_state`` run modules with substituted state. The public
+``functional_call`` and ``stack_module_state`` run modules with substituted state;
+``functionalize`` removes a function's mutations, ``rearrange`` reorders axes einops-style and
+``debug_unwrap`` shows the tensor under a vmap wrapper. The public
 names load on first use: the op frontends import ``gputensor.func._state`` while the package
 itself is still initialising.
 """
@@ -18,6 +20,8 @@ _PUBLIC = {
     "hessian": "_forward", "jvp": "_forward", "jacfwd": "_forward", "linearize": "_forward",
     "functional_call": "_module", "stack_module_state": "_module",
     "replace_all_batch_norm_modules_": "_module",
+    "functionalize": "_functionalize", "debug_unwrap": "_functionalize",
+    "rearrange": "_rearrange",
 }
 
 __all__ = sorted(_PUBLIC)

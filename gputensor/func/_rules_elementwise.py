@@ -69,7 +69,8 @@ BROADCASTING_OPS = (*_ELEMENTWISE_ARITY, "where", "clamp", "clamp_min", "clamp_m
                     "polar", "complex", "ldexp", "logaddexp2", "float_power",
                     "square", "positive", "div", "rsub", "isclose", "logit", "isneginf",
                     "isposinf", "isreal", "real", "imag", "conj", "resolve_conj", "resolve_neg",
-                    "clone", "polygamma", "mvlgamma")
+                    "clone", "polygamma", "mvlgamma", "gcd", "lcm", "nextafter",
+                    "conj_physical")
 batching_rule(*BROADCASTING_OPS)(broadcasting)
 batching_rule(*(name + "_" for name, op in OPS.items() if op.expr is not None and op.inplace))(
     broadcasting_inplace)

@@ -83,9 +83,8 @@ def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: gt.Generator | None = None) -> Tensor:
-    """Fill with N(mean, std^2) samples truncated to [a, b] (inverse-CDF sampling)."""
-    from scipy.special import erfinv
-
+    """Fill with N(mean, std^2) samples truncated to [a, b] by rejection, PyTorch's algorithm and
+    draw order (so a seeded mt19937 stream gives PyTorch's numbers), on the tensor's device."""
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
@@ -93,14 +92,36 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
     with gt.no_grad():
-        lo, hi = norm_cdf((a - mean) / std), norm_cdf((b - mean) / std)
-        # Uniform on [2lo-1, 2hi-1] through erfinv is the normal restricted to [a, b].
-        work = gt.empty(tuple(tensor.shape), dtype=gt.float64 if tensor.dtype is gt.float64
-                        else gt.float32, device=tensor.device)
-        work.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
-        vals = erfinv(_host(work)) * (std * math.sqrt(2.0)) + mean
-        np.clip(vals, a, b, out=vals)
-        return tensor.copy_(gt.from_numpy(vals))
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            # Most normal draws land in [a, b]: redraw only the ones outside.
+            # The bounds as the tensor's dtype rounds them, as PyTorch compares.
+            lo, hi = (gt.tensor(v, dtype=tensor.dtype).item() for v in (a, b))
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                redraw = gt.empty_like(result).normal_(mean, std, generator=generator)
+                result = gt.where(outside, redraw, result)
+        else:
+            # A narrow window: uniform proposals on [a, b] accepted with the normal's density
+            # relative to its peak inside the window (log u <= log density - log peak).
+            peak = -0.5 * ((max(a, min(mean, b)) - mean) / std) ** 2
+
+            def log_ratio(x: Tensor) -> Tensor:
+                return ((x - mean) / std).pow(2).mul(-0.5).sub(peak)
+
+            result = tensor.uniform_(a, b, generator=generator)
+            u = gt.empty_like(tensor)
+            pending = u.uniform_(generator=generator).log().gt(log_ratio(result))
+            while pending.any():
+                proposal = gt.empty_like(tensor).uniform_(a, b, generator=generator)
+                result = gt.where(pending, proposal, result)
+                pending = gt.where(pending, u.uniform_(generator=generator).log()
+                                   .gt(log_ratio(proposal)), pending)
+        if result is not tensor:
+            tensor.copy_(result)
+        return tensor
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:

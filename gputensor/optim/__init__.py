@@ -6,6 +6,7 @@ optimizer also has an op-by-op path that follows PyTorch's single-tensor update 
 """
 
 from . import lr_scheduler, swa_utils
+from ._stateless import swap_in_optimizer_params_and_state
 from .adadelta import Adadelta
 from .adafactor import *  # noqa: F403
 from .adafactor import __all__ as _adafactor_all
@@ -15,6 +16,7 @@ from .adamax import Adamax
 from .asgd import *  # noqa: F403
 from .asgd import __all__ as _asgd_all
 from .lbfgs import LBFGS
+from .muon import Muon
 from .nadam import NAdam
 from .optimizer import Optimizer, required
 from .radam import RAdam
@@ -24,6 +26,7 @@ from .rprop import __all__ as _rprop_all
 from .sgd import SGD
 from .sparse_adam import SparseAdam
 
-__all__ = ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
+__all__ = ["Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "Muon", "NAdam", "Optimizer",
            "RAdam", "RMSprop", "SGD", "SparseAdam", "lr_scheduler", "required", "swa_utils",
+           "swap_in_optimizer_params_and_state",
            *_adafactor_all, *_asgd_all, *_rprop_all]

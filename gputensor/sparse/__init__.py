@@ -6,6 +6,8 @@
   operand), ``gt.sparse.sum``, ``gt.sparse.softmax``/``log_softmax``, sparse + sparse,
   sparse * scalar/dense/sparse, ``t``/``transpose``, ``index_select``; autograd through all.
 - The legacy types ``gt.sparse.FloatTensor`` ... (and ``gt.cuda.sparse.*``).
+- The compressed layouts CSR/CSC/BSR/BSC (``compressed.py``): ``gt.sparse_csr_tensor`` ...,
+  ``x.to_sparse_csr()`` ..., products with a dense operand, scalar ``*``, CSR ``+``, ``sum``.
 
 Kernels live in the SparseCPU/SparseCUDA backends (kernels/cpu/sparse.py and the CUDA
 sources); everything else is a composite of them and dense ops on indices/values.
@@ -17,6 +19,7 @@ from gputensor._tensor import Tensor
 # Every submodule is imported for its op declarations and backend registrations; derivative
 # formulas reach the gradient helpers as ``sparse._grads`` / ``sparse._reduce`` / ...
 from . import (  # noqa: F401
+    _compressed_construct,  # noqa: F401,E402  (the compressed constructors)
     _construct,
     _elementwise,
     _grads,
@@ -33,6 +36,7 @@ from ._ops import sparse_mask as _sparse_mask_op
 from ._reduce import log_softmax, softmax
 from ._reduce import sparse_sum as sum  # noqa: A001  (torch.sparse.sum)
 from ._tensor import SparseTensor, _block_dense_methods
+from .compressed import CompressedTensor
 
 globals().update(types_in("gputensor.sparse"))
 
@@ -53,6 +57,9 @@ def sparse_mask(input: Tensor, mask: SparseTensor) -> SparseTensor:
 
 _methods.install()
 _block_dense_methods()
+_block_dense_methods(CompressedTensor, {
+    "add", "mul", "neg", "__add__", "__radd__", "__mul__", "__rmul__", "__neg__", "__pos__",
+    "add_", "mul_", "neg_", "__iadd__", "__imul__"})
 
 __all__ = ["SparseTensor", "addmm", "log_softmax", "mm", "softmax", "sparse_coo_tensor",
            "sparse_mask", "sum", "to_sparse", *types_in("gputensor.sparse")]

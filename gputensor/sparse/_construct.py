@@ -101,12 +101,31 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
     return out
 
 
-def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any = None) -> Any:
+def to_sparse(self: Tensor, sparse_dim: int | None = None, *, layout: Any = None,
+              blocksize: Any = None, dense_dim: int | None = None) -> Any:
     """``dense.to_sparse()``: a coalesced sparse COO tensor over the first ``sparse_dim`` dims
     (all of them by default); entries where the (dense sub-)tensor is non-zero."""
     if layout is not None and layout is not gt.sparse_coo:
+        from .compressed import COMPRESSED, to_layout
+        if layout in COMPRESSED:
+            if sparse_dim is not None:
+                raise RuntimeError("to_sparse: sparse_dim argument can't be given with a "
+                                   "compressed layout")
+            return to_layout(self, layout, blocksize, dense_dim)
         raise RuntimeError(f"to_sparse: only layout=gputensor.sparse_coo is supported, got "
                            f"{layout}")
+    if blocksize is not None:
+        raise RuntimeError("to_sparse: blocksize is only for the sparse_bsr and sparse_bsc "
+                           "layouts")
+    if self._sparse and not isinstance(self, SparseTensor):     # a compressed tensor
+        return self.to_sparse(sparse_dim, dense_dim=dense_dim)
+    if dense_dim is not None:
+        if sparse_dim is not None:
+            raise RuntimeError("to_sparse: sparse_dim and dense_dim can't both be given")
+        if not 0 <= dense_dim < self.dim():
+            raise RuntimeError(f"to_sparse: dense_dim must be in [0, {self.dim() - 1}] for a "
+                               f"{self.dim()}-d tensor, got {dense_dim}")
+        sparse_dim = self.dim() - dense_dim
     if isinstance(self, SparseTensor):
         return self.to_sparse(sparse_dim)
     nd = self.dim()

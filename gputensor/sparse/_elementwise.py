@@ -29,6 +29,10 @@ _SUPPORTED = ("add", "sub", "mul", "true_divide", "neg")
 def route(op_name: str, inputs: Any, params: tuple, out: Tensor | None,
           inplace: Tensor | None) -> Tensor:
     """Run elementwise op ``op_name`` with at least one sparse operand (no autograd here)."""
+    if any(getattr(x, "_layout", None) is not None for x in inputs):   # CSR/CSC/BSR/BSC
+        from ._compressed_ops import elementwise
+        with gt.no_grad():
+            return elementwise(op_name, inputs, params, out, inplace)
     dev_type = next(x for x in inputs if isinstance(x, SparseTensor)).device.type
     if op_name not in _SUPPORTED:
         raise not_supported(op_name, dev_type)

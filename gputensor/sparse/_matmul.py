@@ -137,6 +137,9 @@ def _no_out(out: Any, op_name: str) -> None:
 def matmul_route(op_name: str, a: Tensor, b: Tensor, out: Any = None) -> Tensor:
     """``gt.mm``/``gt.matmul``/``@`` with a sparse operand: sparse @ dense (2-d, or a vector
     on the right for matmul) runs ``sparse.mm``; dense @ sparse is ``(b.T @ a.T).T``."""
+    if not isinstance(a, SparseTensor) and not isinstance(b, SparseTensor):
+        from ._compressed_ops import mm_route  # a CSR/CSC/BSR/BSC operand
+        return mm_route(op_name, a, b, out)
     _no_out(out, op_name)
     if isinstance(a, SparseTensor):
         if op_name == "matmul" and isinstance(b, Tensor) and b.dim() == 1 and \
@@ -157,6 +160,9 @@ def matmul_route(op_name: str, a: Tensor, b: Tensor, out: Any = None) -> Tensor:
 def addmm_route(input: Tensor, mat1: Tensor, mat2: Tensor, beta: Any = 1, alpha: Any = 1,
                 out: Any = None) -> Tensor:
     """``gt.addmm`` with a sparse operand: ``sparse.addmm`` when mat1 is the sparse one."""
+    if not any(isinstance(x, SparseTensor) for x in (input, mat1, mat2)):
+        from ._compressed_ops import addmm_route  # a CSR/CSC/BSR/BSC operand
+        return addmm_route(input, mat1, mat2, beta, alpha, out)
     _no_out(out, "addmm")
     if isinstance(mat1, SparseTensor) and not isinstance(input, SparseTensor) and \
             not isinstance(mat2, SparseTensor):

@@ -53,6 +53,13 @@ def matmul(self: SparseTensor, other: Tensor) -> Tensor:
     return mm(self, other)
 
 
+def _rmatmul(self: SparseTensor, other: Tensor) -> Tensor:
+    # ``dense @ sparse``: Python asks the subclass's reflected method first, so this must route
+    # (dense result, as PyTorch's) rather than be a "not supported" stub.
+    from ._matmul import matmul_route
+    return matmul_route("matmul", other, self)
+
+
 def _softmax(self: SparseTensor, dim: int, dtype: Any = None) -> SparseTensor:
     return softmax(self, dim, dtype)
 
@@ -67,12 +74,14 @@ def _addmm(self: SparseTensor, *args: Any, **kwargs: Any) -> Tensor:
 
 METHODS = {
     "coalesce": coalesce, "to_dense": to_dense, "values": values, "indices": indices,
-    "sum": sum, "mm": mm, "matmul": matmul, "__matmul__": matmul, "t": t,
+    "sum": sum, "mm": mm, "matmul": matmul, "__matmul__": matmul, "__rmatmul__": _rmatmul,
+    "t": t,
     "transpose": transpose, "index_select": index_select, "softmax": _softmax,
     "log_softmax": _log_softmax, "addmm": _addmm,
 }
 
 
 def install() -> None:
-    for name, fn in METHODS.items():
+    from ._resize import METHODS as RESIZE_METHODS
+    for name, fn in {**METHODS, **RESIZE_METHODS}.items():
         setattr(SparseTensor, name, fn)

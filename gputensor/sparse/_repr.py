@@ -20,10 +20,16 @@ def _part(t: Any, indent: int) -> str:
 
 
 def sparse_repr(x: Any) -> str:
-    indices_prefix, values_prefix = "indices=tensor(", "values=tensor("
-    body = (indices_prefix + _part(x._indices_t, _INDENT + len(indices_prefix)) + "),\n"
-            + " " * _INDENT + values_prefix + _part(x._values_t, _INDENT + len(values_prefix))
-            + ")")
+    return parts_repr(x, (("indices", x._indices_t), ("values", x._values_t)), "sparse_coo", True)
+
+
+def parts_repr(x: Any, parts: tuple, layout_name: str, force_newline: bool) -> str:
+    """``tensor(<name>=tensor(...),\n <name>=..., size=..., nnz=..., layout=...)`` for a sparse
+    tensor of any layout; ``force_newline``: the suffixes start a new line (COO does, the
+    compressed layouts continue the values' line, as PyTorch prints them)."""
+    body = (",\n" + " " * _INDENT).join(
+        f"{name}=tensor(" + _part(t, _INDENT + len(name) + len("=tensor(")) + ")"
+        for name, t in parts)
     # PyTorch's order: device, size, nnz, dtype (unless implied), layout, autograd.
     suffixes = [f"device='{x.device}'"] if x.device.type != "cpu" else []
     suffixes += [f"size={tuple(x._shape)}", f"nnz={x._nnz()}"]
@@ -31,7 +37,7 @@ def sparse_repr(x: Any) -> str:
     implied = (default, D.complex128 if default is D.float64 else D.complex64, D.int64, D.bool)
     if x._dtype not in implied:
         suffixes.append(f"dtype=gputensor.{x._dtype.name}")
-    suffixes.append("layout=gputensor.sparse_coo")
+    suffixes.append(f"layout=gputensor.{layout_name}")
     if x.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(x.grad_fn).__name__}>")
     elif x._requires_grad:
@@ -40,7 +46,7 @@ def sparse_repr(x: Any) -> str:
     # starts a new line; later ones wrap at the print line width.
     out = [body]
     last = len(body) - body.rfind("\n") + 1
-    force = True
+    force = force_newline
     for s in suffixes:
         if force or last + len(s) + 2 > PRINT_OPTS.linewidth:
             out.append(",\n" + " " * _INDENT + s)

@@ -46,9 +46,11 @@ class SparseLayoutError(RuntimeError, AttributeError):
     sparse tensor answer "absent" instead of raising."""
 
 
-def not_supported(op_name: str, device_type: str = "cpu") -> SparseLayoutError:
-    backend = "SparseCUDA" if device_type == "cuda" else "SparseCPU"
-    return SparseLayoutError(f"{op_name}: not supported for sparse_coo tensors (the {backend} "
+def not_supported(op_name: str, device_type: str = "cpu",
+                  layout: str = "sparse_coo") -> SparseLayoutError:
+    kind = "Sparse" if layout == "sparse_coo" else "SparseCsr"   # PyTorch's dispatch keys
+    backend = kind + ("CUDA" if device_type == "cuda" else "CPU")
+    return SparseLayoutError(f"{op_name}: not supported for {layout} tensors (the {backend} "
                              f"backend has no '{op_name}'); convert with .to_dense() first")
 
 
@@ -65,8 +67,8 @@ class SparseStorage:
 
 
 def _dense_only(attr: str) -> property:
-    def get(self: SparseTensor) -> Any:
-        raise not_supported(_calling_op(attr), self._storage.device.type)
+    def get(self: Tensor) -> Any:
+        raise not_supported(_calling_op(attr), self._storage.device.type, self.layout.name)
     return property(get, doc=f"Strided metadata ``{attr}``: a sparse tensor has none.")
 
 
@@ -183,18 +185,7 @@ class SparseTensor(Tensor):
     def to(self, *args: Any, dtype: Any = None, device: Any = None, non_blocking: bool = False,
            copy: bool = False, memory_format: Any = None) -> SparseTensor:
         """Move/cast: the indices and values go through the copy table as dense tensors."""
-        from gputensor._device import to_device
-        for a in args:
-            if isinstance(a, Tensor):
-                device, dtype = a.device, a.dtype
-            elif isinstance(a, D.dtype):
-                dtype = a
-            elif isinstance(a, bool):
-                pass
-            elif a is not None:
-                device = a
-        dev = self.device if device is None else to_device(device)
-        dt = self._dtype if dtype is None else D.to_dtype(dtype)
+        dev, dt = to_target(self, args, dtype, device)
         if dev == self.device and dt is self._dtype and not copy:
             return self
         from ._ops import sparse_to
@@ -211,6 +202,22 @@ class SparseTensor(Tensor):
         vals = self._values_t.new_zeros((0, *self._values_t._shape[1:]))
         self._set(idx, vals, self._shape, True)
         return self
+
+
+def to_target(self: Tensor, args: tuple, dtype: Any, device: Any) -> tuple[Any, D.dtype]:
+    """The (device, dtype) a sparse tensor's ``.to(*args, dtype=, device=)`` asks for."""
+    from gputensor._device import to_device
+    for a in args:
+        if isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, bool):
+            pass
+        elif a is not None:
+            device = a
+    dev = self.device if device is None else to_device(device)
+    return dev, (self._dtype if dtype is None else D.to_dtype(dtype))
 
 
 def make_sparse(indices: Tensor, values: Tensor, size: tuple[int, ...], coalesced: bool,
@@ -258,8 +265,11 @@ _DENSE_METHODS = (
 )
 
 
-def _block_dense_methods() -> None:
-    """Give SparseTensor a raising stub for every Tensor method it does not implement."""
+def _block_dense_methods(cls: type | None = None, supported: set[str] | None = None) -> None:
+    """Give ``cls`` (SparseTensor by default) a raising stub for every Tensor method it does
+    not implement (``supported``: the ones it reaches through routing frontends)."""
+    cls = cls or SparseTensor
+    supported = _SUPPORTED if supported is None else supported
     from gputensor.kernels.registry import OPS
     names = set(_DENSE_METHODS)
     for op in OPS.values():
@@ -277,19 +287,19 @@ def _block_dense_methods() -> None:
                           "abs", "invert", "rmatmul")}
     names |= {n for n in vars(Tensor) if n.endswith("_") and not n.startswith("_")
               and callable(vars(Tensor)[n])} - {"requires_grad_", "detach_"}
-    for n in names - _SUPPORTED:
-        if n in vars(SparseTensor) or not hasattr(Tensor, n):
+    for n in names - supported:
+        if n in vars(cls) or not hasattr(Tensor, n):
             continue
-        setattr(SparseTensor, n, _stub(n))
+        setattr(cls, n, _stub(n))
 
 
 def _stub(name: str) -> Any:
     op_name = name.strip("_") if name.startswith("__") else name
 
-    def method(self: SparseTensor, *args: Any, **kwargs: Any) -> Any:
-        raise not_supported(op_name, self._storage.device.type)
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        raise not_supported(op_name, self._storage.device.type, self.layout.name)
     method.__name__ = name
-    method.__doc__ = f"``{name}`` is not supported for sparse_coo tensors."
+    method.__doc__ = f"``{name}`` is not supported for sparse tensors of this layout."
     return method
 
 

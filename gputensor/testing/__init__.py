@@ -20,6 +20,8 @@ import numpy as np
 
 import gputensor as gt
 
+from ._filecheck import FileCheck as FileCheck  # torch.testing.FileCheck (not in __all__)
+
 __all__ = ["assert_close", "make_tensor", "assert_allclose"]
 
 # {dtype: (rtol, atol)}; every other dtype compares exactly.
@@ -227,6 +229,8 @@ class _TensorLikePair(_Pair):
         a, e = self._equalize(a, e)
         if a.layout == gt.sparse_coo:
             self._compare_sparse_coo(a, e)
+        elif a.layout in (gt.sparse_csr, gt.sparse_csc, gt.sparse_bsr, gt.sparse_bsc):
+            self._compare_sparse_compressed(a, e)
         else:
             self._compare_close(a, e, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan)
 
@@ -270,6 +274,23 @@ class _TensorLikePair(_Pair):
                             identifier="Sparse COO indices")
         self._compare_close(a._values(), e._values(), rtol=self.rtol, atol=self.atol,
                             equal_nan=self.equal_nan, identifier="Sparse COO values")
+
+    def _compare_sparse_compressed(self, a: Any, e: Any) -> None:
+        """PyTorch's order: nnz, compressed indices, plain indices (exact, in a common index
+        dtype: int32 and int64 may meet), then the values."""
+        fmt = a.layout.name[7:].upper()
+        if a._nnz() != e._nnz():
+            self._fail(AssertionError, f"The number of specified values in sparse {fmt} tensors "
+                                       f"does not match: {a._nnz()} != {e._nnz()}")
+        row = a.layout in (gt.sparse_csr, gt.sparse_bsr)
+        names = ("crow_indices", "col_indices") if row else ("ccol_indices", "row_indices")
+        ai, ei = (getattr(a, names[0])(), getattr(e, names[0])())
+        idt = gt.promote_types(ai.dtype, ei.dtype)
+        for name in names:
+            self._compare_close(getattr(a, name)().to(idt), getattr(e, name)().to(idt), rtol=0,
+                                atol=0, equal_nan=False, identifier=f"Sparse {fmt} {name}")
+        self._compare_close(a.values(), e.values(), rtol=self.rtol, atol=self.atol,
+                            equal_nan=self.equal_nan, identifier=f"Sparse {fmt} values")
 
     def _compare_close(self, a: Any, e: Any, *, rtol: float, atol: float, equal_nan: bool,
                        identifier: str | None = None) -> None:

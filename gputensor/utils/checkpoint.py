@@ -12,6 +12,10 @@ Two variants, as in PyTorch:
 - reentrant (``use_reentrant=True``): :class:`CheckpointFunction`, an autograd Function whose
   forward runs under no_grad and whose backward reruns the function under enable_grad and
   calls ``gt.autograd.backward`` on the recomputed outputs (a nested backward).
+
+Selective checkpointing (``context_fn=functools.partial(create_selective_checkpoint_contexts,
+policy)``, non-reentrant only) keeps the outputs of the ops a policy saves instead of
+recomputing them: gputensor/utils/_selective_checkpoint.py.
 """
 
 from __future__ import annotations
@@ -25,11 +29,19 @@ from typing import Any
 import gputensor as gt
 from gputensor.autograd import graph as _graph
 from gputensor.autograd.function import Function
+from gputensor.utils._selective_checkpoint import (
+    SAC_IGNORED_OPS,
+    CheckpointPolicy,
+    SelectiveCheckpointContext,
+    create_selective_checkpoint_contexts,
+)
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "CheckpointFunction",
            "check_backward_validity", "detach_variable", "get_device_states",
            "set_device_states", "noop_context_fn", "set_checkpoint_early_stop",
-           "DefaultDeviceType", "set_checkpoint_debug_enabled", "GraphExecGroup"]
+           "DefaultDeviceType", "set_checkpoint_debug_enabled", "CheckpointPolicy",
+           "SelectiveCheckpointContext", "create_selective_checkpoint_contexts",
+           "SAC_IGNORED_OPS", "GraphExecGroup"]
 
 _DEFAULT_DETERMINISM_MODE = "default"
 _checkpoint_debug_enabled: bool | None = None

@@ -5,12 +5,15 @@ Nothing is compiled here; Numba compiles each kernel on first call and caches it
 """
 
 from . import (  # noqa: F401
+    amp,
     conv,
     elementwise,
     fft,
     fused,
+    householder,
     lapack,
     linalg,
+    mode,
     nn,
     optim,
     random,
@@ -22,5 +25,6 @@ from . import (  # noqa: F401
     sparse,
 )
 
-__all__ = ["conv", "elementwise", "fft", "fused", "lapack", "linalg", "nn", "optim", "random",
-           "random_gamma", "reduce", "scatter", "shape", "sort", "sparse"]
+__all__ = ["amp", "conv", "elementwise", "fft", "fused", "householder", "lapack", "linalg",
+           "mode", "nn", "optim", "random", "random_gamma", "reduce", "scatter", "shape", "sort",
+           "sparse"]

@@ -447,15 +447,41 @@ def norm(result: Tensor, inp: Tensor, dims: tuple[int, ...], p: float) -> None:
 @CPU.register("_var_mean")
 def var_mean(var: Tensor, mean: Tensor | None, inp: Tensor, dims: tuple[int, ...],
              correction: float, take_sqrt: bool) -> None:
-    """Two passes (mean, then squared deviations) in float64: exact-ish even for offsets."""
+    """Two passes (mean, then squared deviations) in float64: exact-ish even for offsets.
+
+    PyTorch's CPU var_mean (and var/std with more than one output, or of half precision) runs
+    Welford's update in float64, whose mean cannot overflow for float32 input; var/std of a
+    whole float/double tensor centre on ``input.mean()`` in the input's precision instead."""
     a = host_array(inp)
     wide = _wide(a.dtype) if a.dtype.kind in "fc" else np.dtype(np.float64)
     m, pl = accumulate("mean", a, dims, wide)
+    welford = mean is not None or var.numel() > 1 or a.dtype not in (np.float32, np.float64)
+    if welford and a.dtype == np.float32 and not np.isfinite(m).all():
+        # float32 lanes overflowed (or the input holds inf/nan): redo the sum in float64
+        m, pl = accumulate("mean", a.astype(np.float64), dims, wide)
     v, _ = accumulate("std" if take_sqrt else "var", a, dims, np.float64, correction,
                       center=_center_for(m), pl=pl, result=var._host)
     store(var._host, v, pl, a.shape)
     if mean is not None:
         store(mean._host, m, pl, a.shape)
+        nan_means = _welford_nan_means(a, dims)
+        if nan_means is not None:
+            mean._host[nan_means.reshape(mean._host.shape)] = np.nan
+
+
+def _welford_nan_means(a: np.ndarray, dims: tuple[int, ...]) -> np.ndarray | None:
+    """Outputs whose Welford mean is NaN though the sum is +-inf: the running mean turns NaN
+    once any element follows an infinite one (x - inf), so it stays infinite only where the
+    sole infinite element is visited last. PyTorch's iterator visits the reduced dims with
+    the smallest stride innermost. None when the input holds no infinity."""
+    if a.dtype.kind != "f" or not np.isinf(a).any():
+        return None
+    keep = [d for d in range(a.ndim) if d not in dims]
+    order = sorted(dims, key=lambda d: -a.strides[d])
+    x = np.transpose(a, keep + order).reshape([a.shape[d] for d in keep] + [-1])
+    n_inf = np.isinf(x).sum(-1)
+    last_inf = np.isinf(x[..., -1]) if x.shape[-1] else np.zeros(n_inf.shape, bool)
+    return (n_inf > 1) | ((n_inf == 1) & ~last_inf)
 
 
 @CPU.register("logsumexp")

@@ -273,8 +273,12 @@ def _ipow(a, b):
 def _complex_pow(a, b):
     # A small integer power by repeated squaring (exact where exp(b log a) is not: 1j ** 1
     # would be 6e-17+1j), as NumPy, PyTorch's CPU kernel and the CUDA backend compute it.
+    # Only where it stays finite: an infinite base or an overflow takes exp(b log a), whose
+    # special values PyTorch's tensor-exponent pow gives ((-inf) ** 0 is NaN, 2 ** 255 in
+    # complex64 is inf+0j, not the inf+nanj that squaring inf+0j makes).
     bc = complex(b)
-    if bc.imag == 0 and bc.real == math.trunc(bc.real) and abs(bc.real) <= 64:
+    if (bc.imag == 0 and bc.real == math.trunc(bc.real) and abs(bc.real) <= 64
+            and math.isfinite(a.real) and math.isfinite(a.imag)):
         n = int(abs(bc.real))
         r = a - a + 1
         x = a
@@ -283,10 +287,16 @@ def _complex_pow(a, b):
                 r = r * x
             x = x * x
             n >>= 1
-        return _complex_div(complex(1.0, 0.0), complex(r)) if bc.real < 0 else r
+        if bc.real < 0:
+            r = type(a)(_complex_div(complex(1.0, 0.0), complex(r)))
+        if math.isfinite(r.real) and math.isfinite(r.imag):
+            return r
     # PyTorch's exp(b * log(a)), with C99's complex product and exp (their special values).
     la = cmath.log(a)
     re, im = _mul_c99(b.real, b.imag, la.real, la.imag)
+    if im == 0 and not math.isnan(re):
+        # C99's cexp(x + 0i) is exp(x) + 0i; Numba's exp * (cos 0 + i sin 0) makes inf * 0 NaN
+        return type(a)(complex(math.exp(re), im))
     return cmath.exp(type(a)(complex(re, im)))
 
 
@@ -467,6 +477,95 @@ def _round_decimals(a, decimals):
     return impl
 
 
+# -- gcd, lcm, nextafter, angle, frexp --------------------------------------------------------
+gcd = _vocab("gcd")
+lcm = _vocab("lcm")
+angle = _vocab("angle")
+frexp_mantissa = _vocab("frexp_mantissa")
+frexp_exponent = _vocab("frexp_exponent")
+nextafter = np.nextafter
+
+
+@njit(inline="always")
+def _sext(x, bits):
+    # x's low ``bits`` bits as a signed number (a store into the operand's own type); bits 0
+    # (uint8 operands) or 64 keep x.
+    if bits <= 0 or bits >= 64:
+        return x
+    m = np.int64(1) << (bits - 1)
+    return ((x & ((m << 1) - 1)) ^ m) - m
+
+
+@njit(inline="always")
+def _in_type(x, bits):
+    # An operand converted into the compute type: a signed one of ``bits`` bits, or uint8 (the
+    # one unsigned integer dtype) for 0.
+    if bits == 0:
+        return x & 255
+    return _sext(x, bits)
+
+
+@njit(inline="always")
+def _gcd64(x, y, bits):
+    # PyTorch's calc_gcd in the operands' width: std::abs of INT_MIN wraps to INT_MIN, and the
+    # loop takes C's truncated remainder (x == -1 only ever divides without remainder here).
+    x = _sext(abs(_in_type(x, bits)), bits)
+    y = _sext(abs(_in_type(y, bits)), bits)
+    while x != 0:
+        r = np.int64(0)
+        if x != -1:
+            r = y % x
+            if r != 0 and (r < 0) != (y < 0):
+                r -= x
+        y = x
+        x = r
+    return y
+
+
+@overload(gcd)
+def _gcd(a, b, bits):
+    return lambda a, b, bits: _gcd64(np.int64(a), np.int64(b), np.int64(bits))
+
+
+@overload(lcm)
+def _lcm(a, b, bits):
+    def impl(a, b, bits):
+        # |a / gcd * b|: operands narrower than int (bits 8, 16, unsigned) compute in C's int,
+        # where nothing overflows, and truncate on store; int32 and int64 wrap before the abs.
+        n = np.int64(bits)
+        x, y = _in_type(np.int64(a), n), _in_type(np.int64(b), n)
+        g = _gcd64(x, y, n)
+        if g == 0:
+            return np.int64(0)
+        q = -x if g == -1 else x // g
+        if g != -1 and q < 0 and q * g != x:
+            q += 1   # C's truncated division
+        r = q * y
+        if n >= 32:
+            r = _sext(r, n)
+        return abs(r)
+    return impl
+
+
+@overload(angle)
+def _angle(a):
+    if isinstance(a, types.Complex):
+        return lambda a: np.arctan2(a.imag, a.real)
+    # real: pi for negatives, 0 otherwise (-0.0 included), NaN kept (PyTorch's angle_impl)
+    return lambda a: a if np.isnan(a) else (3.141592653589793 if a < 0 else 0.0)
+
+
+@overload(frexp_mantissa)
+def _frexp_mantissa(a):
+    # C's frexp; infinities and NaN are returned as they are (as glibc does).
+    return lambda a: math.frexp(a)[0] if np.isfinite(a) else a
+
+
+@overload(frexp_exponent)
+def _frexp_exponent(a):
+    return lambda a: math.frexp(a)[1] if np.isfinite(a) else 0
+
+
 # -- activations and special functions ------------------------------------------------------
 @njit(cache=True)
 def relu(a):
@@ -476,8 +575,9 @@ def relu(a):
 
 @njit(cache=True)
 def ldexp_int(a, b):
-    # a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped.
-    return math.ldexp(a, int(b))
+    # a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped (the
+    # clamp here only keeps the conversion defined for any value).
+    return math.ldexp(a, 0 if b != b else int(min(max(b, -2200.0), 2200.0)))
 
 
 @njit(cache=True)

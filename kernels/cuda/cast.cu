@@ -34,6 +34,33 @@ __device__ __forceinline__ __half double_to_half(double d) {
     return __float2half_rn(f);
 }
 
+// float -> uint16/32/64 (PyTorch's limited unsigned dtypes): on a GPU the hardware's saturating
+// conversion, as PyTorch on CUDA; in the emulator x86's vectorised answers, as NumPy gives them
+// on the CPU: the truncating int32/int64 conversion, whose out-of-range result is the minimum,
+// with 2**31 (2**63) taken off first for values past the signed range.
+template <class D>
+__device__ __forceinline__ D float_to_unsigned(double x) {
+#ifdef __CUDA_ARCH__
+    return static_cast<D>(x);
+#else
+    auto cvt32 = [](double y) -> unsigned {
+        return y > -2147483649.0 && y < 2147483648.0 ? (unsigned)(int)y : 0x80000000u;
+    };
+    auto cvt64 = [](double y) -> unsigned long long {
+        return y >= -9223372036854775808.0 && y < 9223372036854775808.0
+                   ? (unsigned long long)(long long)y : 0x8000000000000000ull;
+    };
+    if constexpr (sizeof(D) == 2) {
+        return static_cast<D>(cvt32(x));
+    } else if constexpr (sizeof(D) == 4) {
+        return x >= 2147483648.0 ? cvt32(x - 2147483648.0) ^ 0x80000000u : cvt32(x);
+    } else {
+        return x >= 9223372036854775808.0
+                   ? cvt64(x - 9223372036854775808.0) ^ 0x8000000000000000ull : cvt64(x);
+    }
+#endif
+}
+
 template <class D, class S>
 __device__ __forceinline__ D conv(S v) {
     if constexpr (gt::is_bool<D>::value) {
@@ -61,6 +88,11 @@ __device__ __forceinline__ D conv(S v) {
         // Through int64 as PyTorch does (static_cast_with_inter_type), so -2.0 becomes 254 on
         // the GPU as on the CPU; a direct conversion would saturate to 0 on the GPU.
         return static_cast<unsigned char>(static_cast<long long>(gt::load<double>(v)));
+    } else if constexpr ((same<D, unsigned short>::value || same<D, unsigned int>::value ||
+                          same<D, unsigned long long>::value) &&
+                         (gt::is_float<S>::value || same<S, __nv_bfloat16>::value)) {
+        // (a float16 source takes the scalar conversion below, as NumPy's half loop does)
+        return float_to_unsigned<D>(gt::load<double>(v));
     } else if constexpr (is_half<S>::value) {
         return static_cast<D>(gt::load<float>(v));
     } else {

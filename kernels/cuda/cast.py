@@ -32,6 +32,10 @@ CAST_TYPES: dict[np.dtype, tuple[str, str, bool]] = {
     np.dtype(np.complex128): ("c128", "double", True),
 }
 CAST_TYPES[np.dtype(ml_dtypes.bfloat16)] = ("bf16", "__nv_bfloat16", False)
+# PyTorch's limited-support unsigned dtypes (gputensor/_limited.py casts them here).
+CAST_TYPES[np.dtype(np.uint16)] = ("u16", "unsigned short", False)
+CAST_TYPES[np.dtype(np.uint32)] = ("u32", "unsigned int", False)
+CAST_TYPES[np.dtype(np.uint64)] = ("u64", "unsigned long long", False)
 
 
 def _declare(src: np.dtype) -> CudaSource:

@@ -96,6 +96,9 @@ template <class T> __device__ __forceinline__ bool isinf(complex<T> a) {
 template <class T> __device__ __forceinline__ bool isfinite(complex<T> a) {
     return isfinite(a.re) && isfinite(a.im);
 }
+template <class T> __device__ __forceinline__ T angle(complex<T> a) {
+    return ::atan2(a.im, a.re);
+}
 // sgn(z) = z / |z|, and 0 at 0 (PyTorch's sgn).
 template <class T> __device__ __forceinline__ complex<T> sign(complex<T> a) {
     const T r = pyabs(a);
@@ -215,16 +218,20 @@ __device__ __forceinline__ zd pow(zd a, zd b) {
         const double nan = __longlong_as_double(0x7ff8000000000000LL);
         return b.re < 0 ? zd(inf, nan) : zd(nan, nan);
     }
-    if (b.im == 0 && b.re == ::trunc(b.re) && ::fabs(b.re) <= 64) {
+    if (b.im == 0 && b.re == ::trunc(b.re) && ::fabs(b.re) <= 64 && gt::isfinite(a.re) &&
+        gt::isfinite(a.im)) {
         // a small integer power by repeated squaring, as NumPy and PyTorch's CPU kernel: exact
-        // where exp(b log a) is not (1j ** 1 would be 6e-17+1j)
+        // where exp(b log a) is not (1j ** 1 would be 6e-17+1j); only where it stays finite:
+        // an infinite base or an overflow takes exp(b log a), whose special values PyTorch's
+        // tensor-exponent pow gives ((-inf) ** 0 is NaN, 2 ** 255 is inf+0j, not inf+nanj)
         long long n = (long long)::fabs(b.re);
         zd r(1, 0), x = a;
         for (; n; n >>= 1) {
             if (n & 1) r = r * x;
             x = x * x;
         }
-        return b.re < 0 ? zd(1, 0) / r : r;
+        if (b.re < 0) r = zd(1, 0) / r;
+        if (gt::isfinite(r.re) && gt::isfinite(r.im)) return r;
     }
     return exp(mul_c99(b, log(a)));
 }

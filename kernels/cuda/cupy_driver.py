@@ -688,6 +688,10 @@ class CupyRuntime:
         # stream=None: CuPy launches on its current stream (the one gt.cuda.stream entered)
         kernel.function(grid, block, cargs, shared_mem=shared_bytes, stream=stream)
 
+    def kernel_addresses(self, ptrs: Sequence[int]) -> list[int]:
+        """Device pointers as a kernel reads them from a pointer table: unchanged on a GPU."""
+        return [int(p) for p in ptrs]
+
     def launcher(self, kernel: CupyKernel, block: int) -> Callable[[int, Sequence[Any]], None]:
         """``launch`` of one kernel with ``block`` threads on the current stream, without the
         per-call argument dispatch (the generated elementwise kernels' path)."""

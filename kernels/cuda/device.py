@@ -31,7 +31,7 @@ from gputensor import _device as _device_module
 from gputensor._device import device as Device
 from gputensor.storage.allocator import unavailable_message
 
-from .runtime import NULL, DevicePtr, parse_kernels
+from .runtime import NULL, AcceleratorError, DevicePtr, parse_kernels
 
 HERE = Path(__file__).resolve().parent
 
@@ -87,8 +87,8 @@ def runtime_of(index: int | None) -> Any:
     if index is None:
         return rts[getattr(_current, "index", 0)]
     if not 0 <= index < len(rts):
-        raise RuntimeError(f"CUDA error: invalid device ordinal (device {index} requested, "
-                           f"{len(rts)} device(s) available)")
+        raise AcceleratorError(f"CUDA error: invalid device ordinal (device {index} requested, "
+                               f"{len(rts)} device(s) available)")
     return rts[index]
 
 

@@ -14,10 +14,11 @@ widest operand: 4 float32, 2 float64, 8 float16), each thread loads and stores w
 
 float16/bfloat16 compute in float (like the CPU backend); float literals take the compute type
 (double for integer compute, where Numba would also compute in float64). Integer operands are
-widened to 64 bits (unsigned for uint8), as Numba types integer arithmetic, so overflowing
-intermediates that reach a comparison or a float agree with the CPU; stores truncate. Complex
-dtypes compute in ``gt::complex`` (complex.cuh); complex scalars and params travel as two real
-kernel parameters. kernels/cuda/ops/elementwise.py compiles and launches them on device tensors.
+cast to an integer compute dtype first (uint8 255 is -1 in int8 compute), then widened to 64
+bits (unsigned for uint8), as Numba types integer arithmetic, so overflowing intermediates
+that reach a comparison or a float agree with the CPU; stores truncate. Complex dtypes compute
+in ``gt::complex`` (complex.cuh); complex scalars and params travel as two real kernel
+parameters. kernels/cuda/ops/elementwise.py compiles and launches them on device tensors.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ VOCABULARY = frozenset({
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
     "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp", "abs2",
     "ldexp_int", "logaddexp",
+    "gcd", "lcm", "nextafter", "angle", "frexp_mantissa", "frexp_exponent",
     # torch.special (special_fns.cuh)
     "lgamma", "digamma", "trigamma", "polygamma", "zeta", "mvlgamma", "erfc", "erfinv",
     "erfcx", "igamma", "igammac", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e",
@@ -240,6 +242,15 @@ def check_dtype(d: D.dtype, what: str, op_name: str) -> None:
                         f"supported")
 
 
+def _load(value: str, d: D.dtype, spec: KernelSpec) -> str:
+    """An operand element as the kernel's scalar_t. An integer operand of another dtype than
+    an integer compute dtype is first cast to it (255 in uint8 is -1 in int8 compute), as the
+    CPU backend and PyTorch convert operands before computing; then it widens."""
+    if d is not spec.compute and spec.compute.category == D.INTEGRAL:
+        value = f"static_cast<{CTYPES[spec.compute]}>({value})"
+    return f"gt::load<scalar_t>({value})"
+
+
 def kernel_source(spec: KernelSpec) -> str:
     """The ``__global__`` kernel for ``spec`` (needs ``common.cuh`` and ``scalar_fns.cuh``)."""
     check_dtype(spec.out, "output", spec.op_name)
@@ -265,15 +276,15 @@ def kernel_source(spec: KernelSpec) -> str:
             scalar_decls += f"    const scalar_t p_{p} = {value};\n"
     args += ["long long n", "const long long* __restrict__ meta"]
     arrays = [(n, d) for n, d in zip(INPUT_NAMES, spec.inputs, strict=False) if d is not None]
-    flat_loads = "".join(f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[i]);\n"
-                         for n, _ in arrays)
+    flat_loads = "".join(f"            const scalar_t {n} = {_load(f'{n.upper()}[i]', d, spec)};\n"
+                         for n, d in arrays)
     nops = 1 + len(arrays)
     offs = ", ".join(f"o{k} = meta[1 + nd + {k} * (nd + 1)]" for k in range(nops))
     steps = "".join(f"                o{k} += idx * meta[2 + nd + {k} * (nd + 1) + d];\n"
                     for k in range(nops))
     strided_loads = "".join(
-        f"            const scalar_t {n} = gt::load<scalar_t>({n.upper()}[o{k + 1}]);\n"
-        for k, (n, _) in enumerate(arrays))
+        f"            const scalar_t {n} = {_load(f'{n.upper()}[o{k + 1}]', d, spec)};\n"
+        for k, (n, d) in enumerate(arrays))
     out_t = CTYPES[spec.out]
     return (
         f"// {spec.op_name}: {spec.expr}\n"
@@ -340,8 +351,8 @@ def _vector_loop(spec: KernelSpec, arrays: list[tuple[str, D.dtype]], body: str,
         f"                const gt::ew_vec<{CTYPES[d]}, {v}> gt_v{n} = "
         f"reinterpret_cast<const gt::ew_vec<{CTYPES[d]}, {v}>*>({n.upper()})[j];\n"
         for n, d in arrays)
-    elems = "".join(f"                    const scalar_t {n} = gt::load<scalar_t>(gt_v{n}.v[e]);\n"
-                    for n, _ in arrays)
+    elems = "".join(f"                    const scalar_t {n} = {_load(f'gt_v{n}.v[e]', d, spec)};\n"
+                    for n, d in arrays)
     return (
         f"        const bool gt_vec = n >= {VECTOR_MIN_CHUNKS * v} && {aligned};\n"
         f"        const long long gt_start = gt_vec ? n / {v} * {v} : 0;\n"

@@ -31,6 +31,7 @@ from .runtime import (
     CAPTURE_ERROR,
     HOST_LIBRARY,
     NULL,
+    AcceleratorError,
     AllocationTable,
     ArrayLibrary,
     DeviceProperties,
@@ -381,6 +382,19 @@ class EmulatorRuntime:
 
         return go
 
+    def kernel_addresses(self, ptrs: Sequence[int]) -> list[int]:
+        """The host addresses behind device pointers (0 stays null), for a pointer table a
+        kernel reads from device memory: launches translate only their own arguments."""
+        lookup = self._table.lookup
+        out = []
+        for p in ptrs:
+            if int(p) == 0:
+                out.append(0)
+            else:
+                _, block, off = lookup(int(p), 0)
+                out.append(block.host + off)
+        return out
+
     def _host_address(self, handle: Kernel, i: int, value: Any) -> int:
         """Where device pointer ``value`` lives in host memory (0 for null); it must point
         into a live allocation (or one past its end, as C allows)."""
@@ -408,8 +422,8 @@ class EmulatorRuntime:
 
     def ipc_open(self, handle: Any) -> DevicePtr:
         if not (isinstance(handle, tuple) and len(handle) == 3 and handle[0] == "emulator"):
-            raise RuntimeError(f"CUDA error: invalid argument (cudaErrorInvalidValue): "
-                               f"{handle!r} is not an IPC handle of the emulator")
+            raise AcceleratorError(f"CUDA error: invalid argument (cudaErrorInvalidValue): "
+                                   f"{handle!r} is not an IPC handle of the emulator")
         _, name, size = handle
         segment = shared.attach_name(name, size)
         with self._lock:

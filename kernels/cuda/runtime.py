@@ -20,7 +20,10 @@ kernels    compile(source, name, options=(), name_expressions=()) -> module,
            (pointer args are DevicePtr / None, scalars are NumPy scalars of the parameter type),
            launcher(kernel, block) -> go(grid, args): ``launch`` on the current stream with
            no shared memory, prepared once for a caller that launches one kernel many times
-           (the generated elementwise kernels)
+           (the generated elementwise kernels),
+           kernel_addresses(ptrs) -> list[int]: the addresses a kernel dereferences for these
+           device pointers when it reads them from device memory (a pointer table: the
+           pointers themselves on a GPU, the host memory behind them on the emulator)
 streams    create_stream() -> stream (.synchronize()), default_stream() -> the device's
            default stream, current_stream() -> the stream a launch with stream=None uses,
            create_event() -> event (.record(stream=None), .synchronize()),
@@ -86,7 +89,7 @@ import numpy as np
 RUNTIME_METHODS = (
     "alloc", "free", "alloc_host",
     "memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "upload",
-    "compile", "get_kernel", "launch", "launcher",
+    "compile", "get_kernel", "launch", "launcher", "kernel_addresses",
     "create_stream", "default_stream", "current_stream", "create_event", "elapsed_time",
     "synchronize",
     "memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved",
@@ -179,6 +182,10 @@ NULL = DevicePtr(0)
 
 class OutOfMemoryError(RuntimeError):
     """A device allocation failed even after the cached blocks were released."""
+
+
+class AcceleratorError(RuntimeError):
+    """A CUDA runtime call failed ("CUDA error: ..."; torch.AcceleratorError)."""
 
 
 class CompileError(RuntimeError):

@@ -321,9 +321,17 @@ template <class T, class D> __device__ __forceinline__ T round_decimals(T a, D d
 // ---- activations and special functions ------------------------------------------------------
 // 0 for negatives, else the input: keeps NaN and -0.0.
 template <class T> __device__ __forceinline__ T relu(T a) { return a < 0 ? T(0) : a; }
-// a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped.
-__device__ __forceinline__ float ldexp_int(float a, float b) { return ::ldexpf(a, (int)b); }
-__device__ __forceinline__ double ldexp_int(double a, double b) { return ::ldexp(a, (int)b); }
+// a * 2**b exactly, rounded once (C's ldexp); b holds an integer the caller clamped (the
+// clamp here only keeps the conversion defined for any value).
+__device__ __forceinline__ int ldexp_exponent(double b) {
+    return b != b ? 0 : (int)(b < -2200.0 ? -2200.0 : b > 2200.0 ? 2200.0 : b);
+}
+__device__ __forceinline__ float ldexp_int(float a, float b) {
+    return ::ldexpf(a, ldexp_exponent(b));
+}
+__device__ __forceinline__ double ldexp_int(double a, double b) {
+    return ::ldexp(a, ldexp_exponent(b));
+}
 template <class T> __device__ __forceinline__ auto rsqrt(T a) {
     auto s = sqrt(a);
     return decltype(s)(1) / s;
@@ -371,6 +379,69 @@ template <class T, class P> __device__ __forceinline__ T nan_to_num(T a, P nan, 
     if (isnan(a)) return static_cast<T>(nan);
     if (isinf(a)) return static_cast<T>(a > 0 ? posinf : neginf);
     return a;
+}
+
+// ---- gcd, lcm, nextafter, angle, frexp ---------------------------------------------------------
+// gcd/lcm follow PyTorch's calc_gcd in the compute type's own width, passed as `bits` (a
+// signed type's width, 0 for uint8): operands (loaded wide, each from its own dtype) are
+// converted into it, std::abs of INT_MIN wraps to INT_MIN and the loop takes C's truncated
+// remainder.
+__device__ __forceinline__ long long sext_bits(long long x, long long bits) {
+    if (bits <= 0 || bits >= 64) return x;
+    const unsigned long long m = 1ULL << (bits - 1);
+    return (long long)((((unsigned long long)x & ((m << 1) - 1)) ^ m) - m);
+}
+__device__ __forceinline__ long long in_type_bits(long long x, long long bits) {
+    if (bits == 0) return x & 255;
+    return sext_bits(x, bits);
+}
+__device__ __forceinline__ long long wrap_abs(long long x) {
+    return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x;
+}
+__device__ __forceinline__ long long gcd_bits(long long x, long long y, long long bits) {
+    x = sext_bits(wrap_abs(in_type_bits(x, bits)), bits);
+    y = sext_bits(wrap_abs(in_type_bits(y, bits)), bits);
+    while (x != 0) {
+        const long long r = (x == -1) ? 0 : y % x;
+        y = x;
+        x = r;
+    }
+    return y;
+}
+template <class T, class P> __device__ __forceinline__ long long gcd(T a, T b, P bits) {
+    return gcd_bits((long long)a, (long long)b, (long long)bits);
+}
+// |a / gcd * b|: operands narrower than int compute in C's int (no overflow) and truncate on
+// store; int32 and int64 wrap before the abs.
+template <class T, class P> __device__ __forceinline__ long long lcm(T a, T b, P bits) {
+    const long long n = (long long)bits;
+    const long long x = in_type_bits((long long)a, n), y = in_type_bits((long long)b, n);
+    const long long g = gcd_bits(x, y, n);
+    if (g == 0) return 0;
+    const long long q = (g == -1) ? (long long)(0ULL - (unsigned long long)x) : x / g;
+    long long r = (long long)((unsigned long long)q * (unsigned long long)y);
+    if (n >= 32) r = sext_bits(r, n);
+    return wrap_abs(r);
+}
+__device__ __forceinline__ float nextafter(float a, float b) { return ::nextafterf(a, b); }
+__device__ __forceinline__ double nextafter(double a, double b) { return ::nextafter(a, b); }
+// Real angle: pi for negatives, 0 otherwise, NaN kept (PyTorch's angle_impl).
+template <class T> __device__ __forceinline__ T angle(T a) {
+    return a != a ? a : (a < T(0) ? T(3.141592653589793) : T(0));
+}
+// C's frexp; infinities and NaN come back as they are, with exponent 0.
+__device__ __forceinline__ float frexp_mantissa(float a) {
+    int e;
+    return isfinite(a) ? ::frexpf(a, &e) : a;
+}
+__device__ __forceinline__ double frexp_mantissa(double a) {
+    int e;
+    return isfinite(a) ? ::frexp(a, &e) : a;
+}
+template <class T> __device__ __forceinline__ int frexp_exponent(T a) {
+    int e = 0;
+    if (isfinite(a)) (void)::frexp((double)a, &e);  // float values: the same exponent
+    return e;
 }
 
 }  // namespace gt

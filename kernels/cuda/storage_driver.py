@@ -17,7 +17,7 @@ import numpy as np
 
 from . import cast as _cast
 from . import device as _device
-from .runtime import DevicePtr
+from .runtime import AcceleratorError, DevicePtr
 
 
 def _no_stream(runtime: Any = None) -> Any:
@@ -81,9 +81,9 @@ class RuntimeStorageDriver:
         if device_index is None or len(self.runtimes) == 1 and device_index == 0:
             return self.runtime
         if not 0 <= device_index < len(self.runtimes):
-            raise RuntimeError(f"CUDA error: invalid device ordinal ({self.device_type}:"
-                               f"{device_index} requested, {len(self.runtimes)} device(s) "
-                               f"available)")
+            raise AcceleratorError(f"CUDA error: invalid device ordinal ({self.device_type}:"
+                                   f"{device_index} requested, {len(self.runtimes)} device(s) "
+                                   f"available)")
         return self.runtimes[device_index]
 
     def _check_range(self, buf: DeviceBuffer, offset: int, nbytes: int, what: str) -> None:

@@ -150,7 +150,40 @@ def _lu(device: str) -> tuple:
                 _cmat(device, 3, 3)), "grad"
 
 
+def _ormqr(device: str) -> tuple:
+    # every side/adjoint combination, and a complex one; the reflectors come from geqrf of a
+    # leaf, but gradcheck differentiates input (its strict lower part), tau and other directly
+    def fn(a: gt.Tensor, tau: gt.Tensor, b: gt.Tensor, c: gt.Tensor, ct: gt.Tensor) -> tuple:
+        return (gt.ormqr(a, tau, b), gt.ormqr(a, tau, b, transpose=True),
+                gt.ormqr(a, tau, b.mT, left=False),
+                gt.ormqr(a, tau, b.mT, left=False, transpose=True),
+                _r(gt.ormqr(_c(c), _c(ct), _c(c)[:, :2], transpose=True)))
+    return fn, (_mat(device, 4, 3), _mat(device, 3, seed=2), _mat(device, 4, 2, seed=3),
+                _cmat(device, 3, 2), _cmat(device, 2, seed=4)), "gradgrad"
+
+
+def _lobpcg(device: str) -> tuple:
+    # A symmetric positive definite with well-separated eigenvalues, a fixed start X (LOBPCG
+    # otherwise starts from randn); k = 2 of 6 takes the partial-eigenspace formula, and the
+    # loss reads the eigenvectors through X diag(w) X^T (gauge invariant)
+    rng = np.random.default_rng(7)
+    Q, _ = np.linalg.qr(rng.uniform(-1, 1, (6, 6)))
+    base = Q @ np.diag([1.0, 2.0, 3.5, 5.0, 7.0, 10.0]) @ Q.T
+    X0 = gt.tensor(rng.uniform(-1, 1, (6, 2)), dtype=gt.float64, device=device)
+    w = gt.tensor([1.0, -0.5], dtype=gt.float64, device=device)
+
+    def fn(a: gt.Tensor) -> tuple:
+        # LOBPCG is defined for symmetric A (only the differentiated path symmetrizes, as in
+        # PyTorch), so finite differences along a non-symmetric direction need this
+        a = (a + a.mT) / 2
+        E, X = gt.lobpcg(a, k=2, X=X0, tol=1e-12, niter=200)
+        return E, (X * w) @ X.mT
+    return fn, (_leaf(device, base),), "grad"
+
+
 SAMPLES: dict[str, Callable[[str], Any]] = {
+    "_linalg_ormqr": _ormqr,
+    "_lobpcg_dense": _lobpcg,
     "_linalg_det": _det,
     "_linalg_slogdet": _slogdet,
     "_linalg_inv_ex": _inv,

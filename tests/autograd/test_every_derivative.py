@@ -166,6 +166,35 @@ def _binary_math(device: str) -> tuple:
             (_signed(device, 4), _signed(device, 4, seed=1)))
 
 
+@_sample("angle")
+def _angle(device: str) -> tuple:
+    # complex inputs off the origin (atan2 of the parts); a real input's angle is piecewise
+    # constant (0 or pi), its gradient zero
+    return (lambda x, y, r: (gt.angle(_complex(x, y)), gt.angle(r)),
+            (_signed(device, 4), _signed(device, 4, seed=1), _signed(device, 4, seed=2)))
+
+
+@_sample("nextafter")
+def _nextafter(device: str) -> tuple:
+    # PyTorch's derivative (derivatives.yaml): the identity in input where input != other, zero
+    # in other. The finite differences agree away from input == other (which these operands,
+    # 0.1 or more apart, never reach): nextafter(x, y) is x moved by one ulp towards y.
+    return gt.nextafter, (_leaf(device, [0.5, -0.3, 0.2, 0.9]),
+                          _leaf(device, [0.1, 0.4, -0.6, 1.3]))
+
+
+@_sample("frexp")
+def _frexp(device: str) -> tuple:
+    # the mantissa is x / 2**e, e piecewise constant: magnitudes away from powers of two
+    return lambda x: gt.frexp(x).mantissa, (_leaf(device, [0.3, -0.7, 1.4, -2.9, 5.5]),)
+
+
+@_sample("fill")
+def _fill(device: str) -> tuple:
+    # a 0-dim tensor value: its gradient is the sum of the output's; input's is zero
+    return gt.fill, (_uniform(device, 2, 3), _leaf(device, 0.7))
+
+
 @_sample("_ldexp_int")
 def _ldexp_integer_exponents(device: str) -> tuple:
     # a float input with integer exponents takes ldexp's exact path
@@ -485,6 +514,14 @@ def _sorting(device: str) -> tuple:
             (_uniform(device, 2, 3),))
 
 
+@_sample("mode")
+def _mode(device: str) -> tuple:
+    # distinct values: every count is one, the mode is the smallest (a repeated value would
+    # lose its count under gradcheck's perturbation, jumping the mode)
+    return (lambda x: (gt.mode(x, 1).values, gt.mode(x, 0, keepdim=True).values),
+            (_uniform(device, 2, 3),))
+
+
 @_sample("masked_select", gradgrad=("_masked_select_backward",))
 def _masked_select(device: str) -> tuple:
     mask = _mask(device, [[True, False, True], [False, False, True]])
@@ -610,6 +647,18 @@ def _as_strided_scatter(device: str) -> tuple:
             (_uniform(device, 2, 3), _uniform(device, 2, 2, seed=1)))
 
 
+@_sample("slice_inverse")
+def _slice_inverse(device: str) -> tuple:
+    # slice_inverse views all of input's storage with src's geometry, so its output depends on
+    # src's values only through the slice it is given (input = src[s]): the two gradient
+    # formulas (input: the slice of g; src: g with the slice zeroed) add up to g, which is the
+    # Jacobian gradcheck measures. Applied to an independent src it would read values the
+    # autograd graph does not see (PyTorch's formula has the same precondition).
+    return (lambda x: (gt.slice_inverse(x[:, 1::2], x, 1, 1, None, 2),
+                       gt.slice_inverse(x[1:], x, 0, 1) * 2.0),
+            (_uniform(device, 2, 3),))
+
+
 @_sample("cat", "stack", "unbind", "split_with_sizes")
 def _joins(device: str) -> tuple:
     return (lambda a, b: (gt.cat([a, b], 1), gt.stack([a, b]), *gt.unbind(a, 1),
@@ -688,6 +737,28 @@ def _sparse_reductions(device: str) -> tuple:
 
 
 # -- the tests ------------------------------------------------------------------------------------
+def _csr(values: gt.Tensor) -> Any:
+    dev = values.device
+    return gt.sparse_csr_tensor(_ints(dev, [0, 2, 3, 5]), _ints(dev, [0, 2, 2, 0, 1]), values,
+                                (3, 3))
+
+
+@_sample("_sparse_compressed", "_compressed_values", "_compressed_clone", "_compressed_to",
+         "_compressed_to_dense", "_compressed_to_coo", "_compressed_t", "_compressed_sum")
+def _compressed_roundtrips(device: str) -> tuple:
+    return (lambda v: (_csr(v).to_dense(), _csr(v).values() * 2, _csr(v).clone().to_dense(),
+                       _csr(v).to(gt.float64, copy=True).to_dense(),
+                       _csr(v).to_sparse().to_dense(), _csr(v).t().to_dense(), _csr(v).sum()),
+            (_uniform(device, 5),))
+
+
+@_sample("_to_compressed", "_compressed_mm")
+def _compressed_products(device: str) -> tuple:
+    return (lambda d, m: (d.to_sparse_csr().to_dense(), d.to_sparse_bsc((1, 3)).to_dense(),
+                          gt.mm(d.to_sparse_csc(), m)),
+            (_uniform(device, 3, 3), _uniform(device, 3, 2, seed=1)))
+
+
 # Samples of the issue-17 families live beside this file, one module per family.
 for _family in (samples_linalg, samples_fft, samples_special, samples_sampling):
     SAMPLES.update(_family.SAMPLES)

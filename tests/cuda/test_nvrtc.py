@@ -270,7 +270,7 @@ COMPLEX_OPS = ("add", "sub", "mul", "true_divide", "pow", "_lerp", "neg", "abs",
                "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "sigmoid",
                "silu", "isnan", "isinf",
                "isfinite", "eq", "ne", "_isclose", "logical_and", "logical_or", "logical_xor",
-               "logical_not", "_abs_error")
+               "logical_not", "_abs_error", "angle")
 
 
 @pytest.mark.parametrize("arch", [a for a in ("sm_70", "sm_90")

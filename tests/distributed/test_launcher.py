@@ -24,8 +24,11 @@ t = torch.tensor([float(rank)])
 dist.all_reduce(t)
 if os.environ.get("FAIL_RANK") == str(rank):
     raise SystemError(f"rank {rank} failed on purpose")
-print(f"rank={rank} local={os.environ['LOCAL_RANK']} sum={t.item()} args={sys.argv[1:]} "
-      f"port={os.environ['MASTER_PORT']}", flush=True)
+# one write per line: with PYTHONUNBUFFERED, print's text and newline are two writes, which
+# the two ranks' output can interleave
+sys.stdout.write(f"rank={rank} local={os.environ['LOCAL_RANK']} sum={t.item()} "
+                 f"args={sys.argv[1:]} port={os.environ['MASTER_PORT']}\\n")
+sys.stdout.flush()
 """
 
 

@@ -281,4 +281,23 @@ def _unordered(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
     return _values_differ(a, e, str(t.dtype).removeprefix("torch."))
 
 
-CHECKERS = {"values_only": _values_only, "argsort": _sorted_by_index, "unordered": _unordered}
+def _eigenpairs(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """(E, X) of an iterative eigensolver (lobpcg): E as usual, X up to each column's sign
+    (compared through X diag(E) X^T, invariant to it), both to the solver's tolerance."""
+    d = compare(g, t, device, meta_only=True)
+    if d:
+        return d
+    (ge, gx), (te, tx) = (_np(v).astype(np.float64) for v in g), (_np(v).astype(np.float64)
+                                                                  for v in t)
+    tol = 1e-5 if str(t[0].dtype) == "torch.float64" else 1e-2
+    scale = max(1.0, float(np.abs(te).max(initial=0)))
+    if not np.allclose(ge, te, atol=tol * scale, rtol=tol):
+        return f"[0]: eigenvalues {ge} vs torch {te}"
+    gp, tp = (gx * ge) @ gx.T, (tx * te) @ tx.T
+    if not np.allclose(gp, tp, atol=tol * scale, rtol=tol):
+        return f"[1]: eigenvectors differ beyond sign: {gx} vs torch {tx}"
+    return ""
+
+
+CHECKERS = {"values_only": _values_only, "argsort": _sorted_by_index, "unordered": _unordered,
+            "eigenpairs": _eigenpairs}

@@ -406,13 +406,12 @@ def _movedim(d: Drawer) -> Call:
                             tuple(d.dim(x) for _ in range(k))), {}, form(d, "movedim"))
 
 
-@spec("narrow")
-def _narrow(d: Drawer) -> Call:
+@spec("narrow", "narrow_copy")
+def _narrow(d: Drawer, name: str) -> Call:
     x = d.tensor()
     dim = d.dim(x)
     n = x.shape[dim] if x.shape and -len(x.shape) <= dim < len(x.shape) else 2
-    return Call("narrow", (x, dim, d.int(-n - 1, n + 1), d.int(-1, n + 1)), {},
-                form(d, "narrow"))
+    return Call(name, (x, dim, d.int(-n - 1, n + 1), d.int(-1, n + 1)), {}, form(d, name))
 
 
 @spec("select")
@@ -1151,3 +1150,231 @@ def _setitem(d: Drawer) -> Call:
                   d.tensor((), x.dtype if d.chance(0.8) else None),
                   d.tensor(x.shape[-1:], x.dtype)])
     return Call("__setitem__", (x, _index_expr(d, x.shape), val), {}, setitem)
+
+
+# -- number theory, float bits, functional companions (gputensor/_ops/math_extras.py,
+# creation_extras.py, shape_extras.py) ----------------------------------------------------------
+@spec("gcd", "lcm")
+def _gcd_lcm(d: Drawer, name: str) -> Call:
+    # No INT_MIN/INT_MAX specials for lcm: where gcd is -1 (lcm(INT_MIN, 5)), PyTorch's
+    # INT_MIN / -1 traps (SIGFPE) and takes the oracle down (tests/gputensor/test_more_math.py
+    # checks gputensor's wrapped answer there).
+    specials = name == "gcd"
+    x = d.tensor(dtype=INTS if d.chance(0.85) else None, low=-60, high=60, specials=specials)
+    shape = d.broadcastable(x.shape) if d.chance(0.9) else ()
+    other = d.tensor(shape, INTS if d.chance(0.8) else x.dtype, low=-60, high=60,
+                     specials=specials)
+    return Call(name, (x, other), {}, form(d, name, inplace=True))
+
+
+@spec("nextafter")
+def _nextafter(d: Drawer) -> Call:
+    x = d.tensor(dtype=FLOATS if d.chance(0.85) else None)
+    other = d.like(x, FLOATS if d.chance(0.8) else None) if d.chance(0.9) else \
+        d.tensor((), FLOATS)
+    return Call("nextafter", (x, other), {}, form(d, "nextafter", inplace=True))
+
+
+@spec("frexp", "conj_physical")
+def _frexp(d: Drawer, name: str) -> Call:
+    return Call(name, (d.tensor(),), {}, form(d, name, inplace=name == "conj_physical"))
+
+
+@spec("nonzero_static")
+def _nonzero_static(d: Drawer) -> Call:
+    x = d.tensor(low=-1, high=1)
+    kw = {"size": d.int(-1, 6), "fill_value": d.pick([-1, 0, 5])}
+    return Call("nonzero_static", (x,), kw, form(d, "nonzero_static"))
+
+
+def slice_inverse_of_slice(lib: Any, src: Any, dim: int, start: Any, end: Any, step: int) -> Any:
+    """slice_inverse(src[start:end:step on dim], src, ...): its input must be such a slice."""
+    index = [slice(None)] * src.dim()
+    index[dim] = slice(start, end, step)
+    return lib.slice_inverse(src[tuple(index)], src, dim, start, end, step)
+
+
+@spec("slice_inverse")
+def _slice_inverse(d: Drawer) -> Call:
+    x = d.tensor(d.shape(min_nd=1))
+    dim = d.int(0, len(x.shape) - 1)
+    n = x.shape[dim]
+    return Call("slice_inverse", (x, dim, d.pick([None, 0, 1, -1]), d.pick([None, n, 1, -1]),
+                                  d.pick([1, 2])), {}, slice_inverse_of_slice)
+
+
+@spec("fill")
+def _fill(d: Drawer) -> Call:
+    x = d.tensor()
+    value = d.scalar(("int", "float", "bool", "special")) if d.bool() else \
+        d.tensor(() if d.chance(0.9) else (2,))
+    return Call("fill", (x, value), {}, "fn")
+
+
+@spec("scalar_tensor")
+def _scalar_tensor(d: Drawer) -> Call:
+    return Call("scalar_tensor", (d.scalar(("int", "float", "bool", "special")),),
+                _create_kw(d), "fn")
+
+
+@spec("range")
+def _range(d: Drawer) -> Call:
+    vals = [d.pick([0, 1, 3, -2, 2.5, 0.5, 7]) for _ in range(d.int(2, 3))]
+    if len(vals) == 3 and d.chance(0.2):
+        vals[2] = d.pick([0, -1, float("inf")])
+    kw = _create_kw(d, [*INTS, *FLOATS])
+    if len(vals) == 3 and 0 < abs(vals[2]) < 1 and getattr(kw.get("dtype"), "name", "") in INTS:
+        vals[2] = 1   # a step that truncates to 0 makes PyTorch divide by zero (SIGFPE)
+    return Call("range", tuple(vals), kw, "fn")
+
+
+@spec("empty_permuted")
+def _empty_permuted(d: Drawer) -> Call:
+    size = _size(d)
+    layout = list(range(len(size)))
+    d.rng.shuffle(layout)
+    if layout and d.chance(0.1):
+        layout[0] = d.pick([len(size), layout[-1]])
+    return Call("empty_permuted", (size, tuple(layout)), _create_kw(d), "fn", "meta")
+
+
+# -- histograms, mode, Householder QR, LOBPCG, removed functions --------------------------------
+@spec("mode")
+def _mode(d: Drawer) -> Call:
+    x = d.tensor(low=-2, high=2)     # a small range: repeated values, so counts tie
+    return Call("mode", (x, d.dim(x)), {"keepdim": d.bool()}, form(d, "mode"))
+
+
+def _hist_range(d: Drawer, dims: int) -> Any:
+    """(min, max) (a flat list of them per dim for histogramdd): valid mostly, empty, reversed
+    or infinite now and then."""
+    spans = [d.pick([(-2.0, 3.0), (-1.0, 1.5), (0.0, 0.0), (0.5, 0.5)])
+             for _ in range(max(dims, 1))]
+    if d.chance(0.15):
+        spans[d.int(0, len(spans) - 1)] = d.pick([(1.0, -1.0), (-float("inf"), 1.0)])
+    return spans[0] if dims == 0 else [v for span in spans for v in span]
+
+
+@spec("histogram")
+def _histogram(d: Drawer) -> Call:
+    x = d.tensor(dtype=d.pick(["float32", "float64"] * 4 + [FLOATS, DTYPES]))
+    n = d.int(2, 5) if d.chance(0.9) else d.int(0, 1)
+    edges = np.sort(d.values((n,), x.dtype if x.dtype in FLOATS else "float32", specials=False))
+    bins = d.pick([d.int(1, 6) if d.chance(0.9) else d.int(-1, 0),
+                   Recipe(edges, x.dtype, [], (n,))])
+    kw: dict = {}
+    if d.chance(0.4) and isinstance(bins, int):
+        kw["range"] = _hist_range(d, 0)
+    if d.chance(0.4):
+        kw["weight"] = d.tensor(x.shape if d.chance(0.9) else (2,),
+                                x.dtype if d.chance(0.9) else None, low=0, high=3)
+    if d.chance(0.4):
+        kw["density"] = d.bool()
+    return Call("histogram", (x, bins), kw, form(d, "histogram"))
+
+
+@spec("histogramdd")
+def _histogramdd(d: Drawer) -> Call:
+    dims = d.int(1, 3)
+    shape = (*d.shape(min_nd=1, max_nd=2), dims) if d.chance(0.9) else d.shape()
+    x = d.tensor(shape, dtype=d.pick(["float32", "float64"] * 4 + [FLOATS, DTYPES]))
+    kind = d.pick(["int", "ints", "edges"])
+    if kind == "int":
+        bins: Any = d.int(1, 4) if d.chance(0.9) else 0
+    elif kind == "ints":
+        bins = [d.int(1, 4) for _ in range(dims if d.chance(0.9) else dims + 1)]
+    else:
+        bins = []
+        for _ in range(dims):
+            n = d.int(2, 4) if d.chance(0.95) else 1
+            edges = np.sort(d.values((n,), "float64", specials=False))
+            bins.append(Recipe(edges, x.dtype, [], (n,)))
+    kw: dict = {}
+    if d.chance(0.4) and kind != "edges":
+        kw["range"] = _hist_range(d, dims)
+    if d.chance(0.4):
+        kw["weight"] = d.tensor(shape[:-1], x.dtype if d.chance(0.9) else None, low=0, high=3)
+    if d.chance(0.4):
+        kw["density"] = d.bool()
+    return Call("histogramdd", (x, bins), kw, "fn")
+
+
+def _matrix(d: Drawer, square: bool = False) -> Recipe:
+    """A (batch of) matrix with finite values (LAPACK's NaN propagation is unspecified)."""
+    batch = d.shape(max_nd=1) if d.chance(0.3) else ()
+    m = d.int(0, 4)
+    n = m if square else d.int(0, 4)
+    dtype = d.pick(["float32", "float64", "complex64", "complex128"] if d.chance(0.9)
+                   else DTYPES)
+    return d.tensor((*batch, m, n) if d.chance(0.95) else (m,), dtype, specials=False)
+
+
+@spec("geqrf")
+def _geqrf(d: Drawer) -> Call:
+    return Call("geqrf", (_matrix(d),), {}, form(d, "geqrf"))
+
+
+@spec("orgqr")
+def _orgqr(d: Drawer) -> Call:
+    a = _matrix(d)
+    m, n = a.shape[-2:] if len(a.shape) >= 2 else (0, 0)
+    k = min(m, n) if d.chance(0.8) else d.int(0, 4)
+    if d.chance(0.8) and m < n:    # orgqr needs m >= n: mostly give it a tall matrix
+        a = d.tensor((*a.shape[:-2], n, m), a.dtype, specials=False)
+        k = min(k, m)
+    tau = d.tensor((*a.shape[:-2], k), a.dtype if d.chance(0.9) else None, low=0, high=2,
+                   specials=False)
+    return Call("orgqr", (a, tau), {}, form(d, "orgqr"))
+
+
+@spec("ormqr")
+def _ormqr(d: Drawer) -> Call:
+    a = _matrix(d)
+    left = d.bool()
+    m = a.shape[-2] if len(a.shape) >= 2 else 0
+    k = min(m, a.shape[-1]) if d.chance(0.9) else d.int(0, 4)
+    tau = d.tensor((*a.shape[:-2], k), a.dtype if d.chance(0.9) else None, low=0, high=2,
+                   specials=False)
+    r = d.int(0, 3)
+    c_shape = (m, r) if left else (r, m)
+    if d.chance(0.1):
+        c_shape = (m + 1, r + 1)
+    c = d.tensor((*a.shape[:-2], *c_shape), a.dtype if d.chance(0.9) else None,
+                 specials=False)
+    return Call("ormqr", (a, tau, c), {"left": left, "transpose": d.bool()}, form(d, "ormqr"))
+
+
+@spec("lobpcg")
+def _lobpcg(d: Drawer) -> Call:
+    """A symmetric positive-definite A with separated eigenvalues and a fixed start X (LOBPCG
+    otherwise starts from randn): the eigenpairs compare up to the eigenvectors' signs."""
+    m = d.int(3, 9)
+    n = d.int(1, 3)
+    dtype = d.pick(["float64", "float32"])
+    q, _ = np.linalg.qr(d.rng.uniform(-1, 1, (m, m)))
+    spd = (q * (np.arange(1, m + 1) * 1.5) ** 2) @ q.T
+    a = Recipe((spd + spd.T).astype(dtype) / 2, dtype, [], (m, m))
+    x = d.tensor((m, n), dtype, layout=False, low=-1, high=1, specials=False)
+    kw: dict = {"X": x, "largest": d.pick([None, True, False]),
+                "method": d.pick([None, "ortho", "basic"]), "niter": d.pick([None, 40])}
+    if d.chance(0.3):
+        kw["k"] = d.int(1, n)
+    return Call("lobpcg", (a,), kw, "fn", "eigenpairs")
+
+
+@spec("eig", "symeig", "lstsq", "solve")
+def _removed(d: Drawer, name: str) -> Call:
+    """Functions PyTorch removed (they only raise its RuntimeError, in both libraries)."""
+    x = d.tensor(d.shape(min_nd=2, max_nd=2), dtype=d.pick([["float32", "float64"], DTYPES]))
+    if name in ("lstsq", "solve"):
+        return Call(name, (x, d.tensor(x.shape, x.dtype)), {}, form(d, name))
+    return Call(name, (x, d.bool()), {}, form(d, name))
+
+
+@spec("hash_tensor")
+def _hash_tensor(d: Drawer, name: str) -> Call:
+    x = d.tensor()
+    kw = _red_kwargs(d, x, d.dims(x))
+    if d.chance(0.2):
+        kw["mode"] = d.pick([0, 1])
+    return Call(name, (x,), kw, form(d, name))

@@ -435,3 +435,135 @@ def test_pow_of_a_positive_real_base_with_infinite_exponents(device: str) -> Non
                                                   t(L, d, b, "complex128")), device)
     same_result(lambda L, d: L.ldexp(t(L, d, [True]), t(L, d, [complex(-INF, -0.87)],
                                                          "complex64")), device)
+
+
+@pytest.mark.parametrize("name", ["floor_divide", "gt", "add", "remainder", "bitwise_xor"])
+def test_an_integer_operand_is_cast_to_the_compute_dtype_first(device: str, name: str) -> None:
+    # int8 with a 0-dim uint8 255 computes in int8, where 255 is -1 (the CUDA kernels read it
+    # at its own width before)
+    same_result(lambda L, d: getattr(L, name)(t(L, d, [35, -5, 7], "int8"),
+                                              t(L, d, 255, "uint8")), device)
+    same_result(lambda L, d: getattr(L, name)(t(L, d, [300, -1000, 7], "int16"),
+                                              t(L, d, 200, "uint8")), device)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32"])
+def test_histogramdd_int_bins_of_0d_raises_index_error(device: str, dtype: str) -> None:
+    # PyTorch's int-bins overload reads input.size(-1) before checking dims or dtype
+    same_error(lambda L, d: L.histogramdd(t(L, d, 1, dtype), 2), device)
+    same_error(lambda L, d: L.histogramdd(t(L, d, 1.0), [2]), device)
+
+
+def test_mode_checks_the_reduced_dim_before_the_dtype(device: str) -> None:
+    # an empty reduced dim is an IndexError for every dtype; complex with nothing to reduce
+    # gives empty results, and complex with work to do is not implemented
+    same_error(lambda L, d: L.mode(L.ones(0, dtype=L.complex64, device=d), 0), device)
+    same_result(lambda L, d: L.mode(L.ones(0, 3, dtype=L.complex64, device=d), 1), device)
+    if device == "cpu":    # (on cuda the message names mode_cuda, as PyTorch's CUDA build)
+        same_error(lambda L, d: L.mode(L.ones(2, dtype=L.complex64, device=d), 0), device)
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        gt.mode(gt.ones(2, dtype=gt.complex64, device=device), 0)
+
+
+# -- var/std moments, bool pow and complex pow special values (issue 15, helper) ------------------
+MOMENT_ROWS = [[1.0, INF, 2.0], [INF, 1.0, 2.0], [3.0, 4.0, INF], [-INF, INF, 1.0],
+               [INF, NAN, 1.0], [3e38, 3e38, -1.0]]
+
+
+@pytest.mark.parametrize("name", ["var_mean", "std_mean"])
+@pytest.mark.parametrize("dim", [1, 0, None])
+def test_var_mean_follows_welfords_update(device: str, name: str, dim: Any) -> None:
+    # the running mean is NaN once any element follows an infinite one; float32 input is
+    # averaged in float64, so 3e38 entries do not overflow the mean
+    for view in (lambda x: x, lambda x: x.T, lambda x: x[:, ::2]):
+        same_result(lambda L, d, view=view: getattr(L, name)(
+            view(t(L, d, MOMENT_ROWS, "float32")), dim, correction=0), device)
+    parts = [[complex(a, b) for a, b in zip(r, reversed(r), strict=True)] for r in MOMENT_ROWS]
+    same_result(lambda L, d: getattr(L, name)(t(L, d, parts, "complex64"), dim), device)
+
+
+def test_var_of_rows_with_huge_entries_does_not_overflow(device: str) -> None:
+    rows = [[3e38, 3e38], [1.0, 2.0]]
+    same_result(lambda L, d: L.var(t(L, d, rows, "float32"), 1), device)
+    same_result(lambda L, d: L.std(t(L, d, rows, "float32"), 1, correction=0), device)
+
+
+@pytest.mark.parametrize("exponent", [False, True, 0, 2, 2.5])
+def test_pow_of_bool_tensor_with_python_scalar(device: str, exponent: Any) -> None:
+    # a Python bool exponent keeps bool; an int one promotes to int64, a float one to float32
+    same_result(lambda L, d: L.pow(t(L, d, [True, False]), exponent), device)
+    same_result(lambda L, d: t(L, d, [True, False]).pow(exponent), device)
+
+
+def test_pow_of_bool_tensors_is_not_implemented(device: str) -> None:
+    b = [True, False]
+    same_error(lambda L, d: L.pow(t(L, d, b), t(L, d, b)), device)
+    same_error(lambda L, d: L.pow(True, t(L, d, b)), device)
+    same_error(lambda L, d: L.pow(t(L, d, b)[:0], t(L, d, b)[:0]), device)
+    same_error(lambda L, d: t(L, d, b).pow_(2), device)  # int64 result into a bool tensor
+    same_result(lambda L, d: t(L, d, b).pow_(True), device)
+    same_result(lambda L, d: L.pow(2, t(L, d, b)), device)
+
+
+def test_complex_pow_with_tensor_exponents_at_special_values(device: str) -> None:
+    # exp(b log a) where the base is infinite: (-inf) ** 0 is NaN with a tensor exponent
+    same_result(lambda L, d: L.float_power(t(L, d, [complex(-INF, 0), 2 + 1j], "complex64"),
+                                           t(L, d, False)), device)
+    # 2 ** 255 overflows to inf + 0j (squaring inf + 0j would make inf + nanj)
+    same_result(lambda L, d: L.pow(t(L, d, 2 + 0j, "complex64"),
+                                   t(L, d, [255, 3, 0], "uint8")), device)
+    same_result(lambda L, d: L.pow(t(L, d, [complex(INF, 0), complex(-INF, 1), 1j], "complex128"),
+                                   t(L, d, [2 + 0j, 1 + 0j, 1 + 0j], "complex128")), device,
+                rtol=1e-6, atol=1e-15)
+
+
+def test_ldexp_of_complex_with_infinite_parts(device: str) -> None:
+    x = [complex(-INF, 2), complex(INF, -3.86), complex(1, INF), complex(-INF, INF),
+         complex(0, INF)]
+    same_result(lambda L, d: L.ldexp(t(L, d, x, "complex64"),
+                                     t(L, d, [2, 0, 3, 1, 255], "uint8")), device)
+
+
+@pytest.mark.parametrize("bins", ["one_elem_ints", "int_then_tensor", "int_then_float",
+                                  "tensor_then_int", "bool_first", "bool_tensor_first"])
+def test_histogramdd_bins_parsed_like_pytorchs_argument_parser(device: str, bins: str) -> None:
+    # a list whose first item is int-like (an int or a one-element integral tensor) is an int
+    # list, checked item by item before the input's dtype; any other list is a tensor list
+    def make(L: Any, d: str) -> list:
+        return {"one_elem_ints": [t(L, d, [1]), t(L, d, 2)],
+                "int_then_tensor": [2, t(L, d, [0.0, 1.0])], "int_then_float": [2, 2.5],
+                "tensor_then_int": [t(L, d, [0.0, 1.0]), 2], "bool_first": [True, 2],
+                "bool_tensor_first": [t(L, d, [True]), t(L, d, [-3.0, -1.0])]}[bins]
+    x = [[0.25, 0.5], [0.75, 0.1], [0.5, 0.9]]
+    for dtype in ("float32", "bool"):
+        build = lambda L, d, dtype=dtype: L.histogramdd(t(L, d, x, dtype), make(L, d))  # noqa: E731
+        if bins == "one_elem_ints" and dtype == "float32":
+            same_result(lambda L, d: L.histogramdd(t(L, d, x), make(L, d)).hist, device)
+        else:
+            same_error(build, device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float32", "int64", "bool"])
+def test_mode_of_0d_is_the_value_for_every_dtype(device: str, dtype: str) -> None:
+    for keepdim in (False, True):
+        same_result(lambda L, d, k=keepdim: tuple(L.mode(t(L, d, 1, dtype), 0, keepdim=k)),
+                    device)
+        same_result(lambda L, d, k=keepdim: tuple(L.mode(t(L, d, 1, dtype), -1, keepdim=k)),
+                    device)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_histogram_of_16bit_floats_needs_only_the_range(device: str, dtype: str) -> None:
+    # PyTorch's histogram kernels take 16-bit floats; only reading the data's min/max (int bins
+    # without a range, on a non-empty input) is not implemented for them
+    x = [0.1, 0.3, 0.5, 0.9, 1.0, -0.2]
+    same_result(lambda L, d: tuple(L.histogram(t(L, d, x, dtype), 3, range=(0.0, 1.0))), device)
+    same_result(lambda L, d: tuple(L.histogram(t(L, d, x, dtype), t(L, d, [0.0, 0.5, 1.0],
+                                                                        dtype))), device)
+    same_result(lambda L, d: L.histogramdd(t(L, d, [x, x], dtype).mT, [2, 3],
+                                           range=[0.0, 1.0, -1.0, 1.0], density=True).hist,
+                device)
+    same_result(lambda L, d: tuple(L.histogram(L.ones(0, dtype=getattr(L, dtype), device=d),
+                                               3)), device)
+    if device == "cpu":    # (on cuda PyTorch would name its CUDA kernel)
+        same_error(lambda L, d: L.histogram(t(L, d, x, dtype), 3), device)

@@ -133,6 +133,13 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int],
                eps: float = 1e-5) -> Tensor:
     """Normalise over the trailing ``normalized_shape`` dims, then apply the elementwise
     affine (weight, bias of that shape)."""
+    shape = _check_layer_norm(input, normalized_shape, weight, bias)
+    return nn_ops._layer_norm(_affine(input, weight, bias, shape), len(shape), eps)[0]
+
+
+def _check_layer_norm(input: Tensor, normalized_shape: int | Sequence[int],
+                      weight: Tensor | None, bias: Tensor | None) -> tuple[int, ...]:
+    """PyTorch's layer norm argument checks; returns the normalized shape as a tuple."""
     shape = _normalized_shape(normalized_shape)
     k = len(shape)
     if k == 0:
@@ -147,7 +154,16 @@ def layer_norm(input: Tensor, normalized_shape: int | Sequence[int],
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
                                f"{name} of shape {list(t.shape)} and normalized_shape = "
                                f"{list(shape)}")
-    return nn_ops._layer_norm(_affine(input, weight, bias, shape), k, eps)[0]
+    return shape
+
+
+def _check_group_affine(input: Tensor, weight: Tensor | None, bias: Tensor | None,
+                        channels: int) -> None:
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and (t.dim() != 1 or t.numel() != channels):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape {list(t.shape)} "
+                               f"and input of shape {list(input.shape)}")
 
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
@@ -162,11 +178,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, "
                            f"but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
-    for t, name in ((weight, "weight"), (bias, "bias")):
-        if t is not None and (t.dim() != 1 or t.numel() != channels):
-            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
-                               f"channels in input, but got {name} of shape {list(t.shape)} "
-                               f"and input of shape {list(input.shape)}")
+    _check_group_affine(input, weight, bias, channels)
     _verify_batch_size([input.shape[0] * channels // num_groups, num_groups,
                         *input.shape[2:]])
     return nn_ops._group_norm(_affine(input, weight, bias, (channels,)), num_groups, eps)[0]

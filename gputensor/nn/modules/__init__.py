@@ -5,6 +5,7 @@ line here (gputensor.nn re-exports everything listed).
 """
 
 from .activation import *  # noqa: F403
+from .adaptive import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .batchnorm import *  # noqa: F403
 from .container import *  # noqa: F403
@@ -15,9 +16,12 @@ from .dropout import *  # noqa: F403
 from .embedding_bag import *  # noqa: F403
 from .flatten import *  # noqa: F403
 from .fold import *  # noqa: F403
+from .fractional_pool import *  # noqa: F403
 from .instancenorm import *  # noqa: F403
 from .lazy import *  # noqa: F403
+from .legacy import *  # noqa: F403
 from .linear import *  # noqa: F403
+from .linear_cross_entropy import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .margin import *  # noqa: F403
 from .module import *  # noqa: F403

@@ -5,9 +5,21 @@ with real worker processes for ``num_workers > 0`` (see ``dataloader.py`` for th
 and a batched fast path for ``TensorDataset``.
 """
 
-from gputensor.utils.data import distributed
+from gputensor.utils.data import datapipes, distributed, graph, graph_settings
 from gputensor.utils.data.collate import default_collate, default_convert
 from gputensor.utils.data.dataloader import DataLoader
+from gputensor.utils.data.datapipes import (
+    DataChunk,
+    DFIterDataPipe,
+    IterDataPipe,
+    MapDataPipe,
+    argument_validation,
+    functional_datapipe,
+    guaranteed_datapipes_determinism,
+    non_deterministic,
+    runtime_validation,
+    runtime_validation_disabled,
+)
 from gputensor.utils.data.dataset import (
     ChainDataset,
     ConcatDataset,
@@ -36,4 +48,8 @@ __all__ = [
     "SubsetRandomSampler",
     "TensorDataset", "WeightedRandomSampler", "WorkerInfo", "default_collate", "default_convert",
     "get_worker_info", "random_split",
+    "DFIterDataPipe", "DataChunk", "IterDataPipe", "MapDataPipe", "argument_validation",
+    "datapipes", "functional_datapipe", "graph", "graph_settings",
+    "guaranteed_datapipes_determinism", "non_deterministic", "runtime_validation",
+    "runtime_validation_disabled",
 ]

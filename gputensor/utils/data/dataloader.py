@@ -18,6 +18,7 @@ started Numba's thread pool or a GPU.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import multiprocessing
 import pickle
@@ -30,7 +31,9 @@ from typing import Any
 
 import gputensor as gt
 
+from . import graph_settings
 from .collate import default_collate, default_convert
+from .datapipes.datapipe import IterDataPipe, MapDataPipe
 from .dataset import Dataset, IterableDataset
 from .fetch import ITERABLE, MAP, make_fetcher
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler, _draw_seed
@@ -82,6 +85,14 @@ def _pin(data: Any) -> Any:
     return data
 
 
+def _worker_init_fn(dataset: Any, init_fn: Callable[[int], None] | None) -> Any:
+    """A DataPipe's workers first shard their copy of the graph (picklable partial)."""
+    if isinstance(dataset, (IterDataPipe, MapDataPipe)):
+        return functools.partial(graph_settings.sharding_worker_init_fn, init_fn,
+                                 *graph_settings.world())
+    return init_fn
+
+
 class DataLoader:
     """Iterate over ``dataset`` in batches, like ``torch.utils.data.DataLoader``.
 
@@ -125,7 +136,10 @@ class DataLoader:
 
         if isinstance(dataset, IterableDataset):
             kind = ITERABLE
-            if shuffle not in (None, False):
+            if isinstance(dataset, IterDataPipe):  # shuffle switches its shufflers
+                if shuffle is not None:
+                    dataset = graph_settings.apply_shuffle_settings(dataset, shuffle=shuffle)
+            elif shuffle not in (None, False):
                 raise ValueError(f"DataLoader with IterableDataset: expected unspecified "
                                  f"shuffle option, but got shuffle={shuffle}")
             if sampler is not None:
@@ -237,6 +251,9 @@ class _BaseIter:
             self._len: int | None = len(loader)
         except (TypeError, NotImplementedError):  # a stream or sampler without a length
             self._len = None
+        if isinstance(self._dataset, IterDataPipe):  # its random DataPipes: seeds per epoch
+            rng = gt.Generator().manual_seed(_draw_seed(loader.generator))
+            self._dataset = graph_settings.apply_random_seed(self._dataset, rng)
         # Drawn for every iterator, with or without workers, so that the sampler's seed (drawn
         # next, from the same generator) does not depend on num_workers.
         self._base_seed = _draw_seed(loader.generator)
@@ -258,6 +275,8 @@ class _BaseIter:
 class _SingleProcessIter(_BaseIter):
     def __init__(self, loader: DataLoader) -> None:
         super().__init__(loader)
+        if isinstance(self._dataset, (IterDataPipe, MapDataPipe)):
+            graph_settings.apply_sharding(self._dataset, *graph_settings.world())
         self._fetcher = make_fetcher(self._kind, self._dataset, self._auto_collation,
                                      self._collate_fn, self._drop_last)
 
@@ -300,7 +319,8 @@ class _MultiProcessIter(_BaseIter):
             target=worker_loop, daemon=True, name=f"DataLoaderWorker-{wid}",
             args=(self._kind, self._dataset, index_queue, writer, self._done_event,
                   self._auto_collation, self._collate_fn, self._drop_last, self._base_seed,
-                  loader.worker_init_fn, wid, self._num_workers))
+                  _worker_init_fn(self._dataset, loader.worker_init_fn), wid,
+                  self._num_workers))
         self._index_queues.append(index_queue)
         self._readers.append(reader)
         try:

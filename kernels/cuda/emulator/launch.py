@@ -19,7 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import BFLOAT16, POINTEE_DTYPES, SCALAR_DTYPES, Param, scalar_value
+from ..runtime import (
+    BFLOAT16,
+    POINTEE_DTYPES,
+    SCALAR_DTYPES,
+    AcceleratorError,
+    Param,
+    scalar_value,
+)
 from . import build as _build
 from .build import Built
 
@@ -30,7 +37,7 @@ _MAX_BLOCK = (1024, 1024, 64)
 _REVERSE = 1
 
 
-class KernelError(RuntimeError):
+class KernelError(AcceleratorError):  # a device-side fault, as PyTorch reports one
     """A kernel failed while running (assert, __trap, deadlock, stack overflow)."""
 
 

@@ -5,12 +5,15 @@ through CuPy, or g++ through the emulator) on first launch and cached on disk.
 """
 
 from . import (  # noqa: F401
+    amp,
     conv,
     elementwise,
     fft,
     fused,
+    householder,
     lapack,
     linalg,
+    mode,
     nn,
     optim,
     random,
