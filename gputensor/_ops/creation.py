@@ -70,6 +70,21 @@ def _infer_from_python(data: Any, allow_big_ints: bool = False) -> tuple[np.ndar
     return arr, D.from_numpy_dtype(arr.dtype)
 
 
+def _uint64_ints(data: Any) -> np.ndarray | None:
+    """Nested Python ints as uint64, range-checked with PyTorch's errors; None when ``data``
+    holds anything else (the general path converts it)."""
+    flat = np.array(data, dtype=object)
+    values = flat.reshape(-1).tolist()
+    if not values or not all(type(v) is int for v in values):
+        return None
+    for v in values:
+        if v < 0:
+            raise OverflowError("can't convert negative int to unsigned")
+        if v >= 1 << 64:
+            raise OverflowError("int too big to convert")
+    return np.array(values, dtype=np.uint64).reshape(flat.shape)
+
+
 @op(method=False, differentiable=False, vmap_exempt=True)
 def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
@@ -78,6 +93,11 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
         host_read("gt.tensor() of a tensor's values")
         data = data.detach().cpu()._host
     python_data = not isinstance(data, np.ndarray | np.generic)
+    if python_data and dtype is not None and D.to_dtype(dtype).name == "uint64":
+        exact = _uint64_ints(data)
+        if exact is not None:   # Python ints past int64 (which inference makes floats)
+            return _finish(_host_to(exact, D.to_dtype(dtype), resolve_device(device)),
+                           requires_grad)
     arr, inferred = _infer_from_python(data, allow_big_ints=python_data)
     dt = inferred if dtype is None else D.to_dtype(dtype)
     if python_data:  # PyTorch's range checks of Python numbers (NumPy data converts as is)

@@ -351,3 +351,15 @@ def test_hash_tensor_errors(device: str) -> None:
                  lambda: torch.hash_tensor(torch.zeros(2, dtype=torch.complex64)), device)
     _check_error(lambda: gt.hash_tensor(gt.zeros(2, dtype=gt.uint16, device=device)),
                  lambda: torch.hash_tensor(torch.zeros(2, dtype=torch.uint16)), device)
+
+
+def test_uint64_from_python_ints_past_int64(device: str) -> None:
+    data = [[2**64 - 1, 5], [2**63, 0]]
+    got = gt.tensor(data, dtype=gt.uint64, device=device)
+    want = torch.tensor(data, dtype=torch.uint64)
+    assert got.dtype is gt.uint64 and got.cpu().numpy().tolist() == want.tolist()
+    for bad in ([2**64], [-1]):
+        with pytest.raises(OverflowError) as err:
+            torch.tensor(bad, dtype=torch.uint64)
+        with pytest.raises(OverflowError, match=str(err.value)):
+            gt.tensor(bad, dtype=gt.uint64, device=device)
