@@ -110,6 +110,9 @@ def obeys_layout_contract(grad: Any, param: Any) -> bool:
     row-major."""
     if param.is_sparse:
         return False
+    # the common case (a gradient laid out as its parameter) without sorting strides
+    if grad._shape == param._shape and grad._stride == param._stride and 0 not in grad._stride:
+        return True
     if _non_overlapping_and_dense(param):
         for n, gs, ps in zip(grad.shape, grad.stride(), param.stride(), strict=True):
             if n != 1 and gs != ps:
