@@ -108,7 +108,7 @@ def obeys_layout_contract(grad: Any, param: Any) -> bool:
     """Whether ``grad`` is laid out as ``param``'s accumulated gradient should be: ``param``'s
     strides (ignoring size-1 dims, which must not be broadcast) for a dense ``param``, else
     row-major."""
-    if param.is_sparse:
+    if param._sparse or grad._sparse:   # COO or compressed: no strides
         return False
     # the common case (a gradient laid out as its parameter) without sorting strides
     if grad._shape == param._shape and grad._stride == param._stride and 0 not in grad._stride:
@@ -140,7 +140,7 @@ _warned: set[str] = set()   # PyTorch warns once per process at each of its two 
 def warn_if_breaks_contract(grad: Any, param: Any, site: str) -> None:
     """PyTorch's warning after an accumulation (``site``: "in-place" or "out-of-place")
     whose result breaks the contract, once per site."""
-    if site in _warned or grad.is_sparse or param.is_sparse:
+    if site in _warned or grad._sparse or param._sparse:   # COO or compressed
         return
     # This runs per parameter per step: the common case, a gradient with its parameter's
     # strides (which obeys the contract), costs two tuple compares.
