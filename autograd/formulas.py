@@ -112,3 +112,17 @@ def into_zeros(g: Any, shape: Sequence[int], region: Any) -> Any:
     z = gt.zeros(tuple(shape), dtype=g.dtype, device=g.device)
     region(z).copy_(g)
     return z
+
+
+def own_storage(g: Any) -> Any:
+    """``g`` laid out contiguously from the start of its own storage, so that an ``as_strided``
+    offset (absolute, as PyTorch's) addresses its elements: a contiguous view into a larger
+    buffer (a row of a gradient, say) is copied."""
+    return g if g._offset == 0 and g.is_contiguous() else g.clone(
+        memory_format=_contiguous())
+
+
+def _contiguous() -> Any:
+    import gputensor as gt
+    return gt.contiguous_format
+

@@ -38,6 +38,7 @@ from . import (  # noqa: F401  (imported for their declarations)
     random,
     reduce,
     removed,
+    rnn,
     sampling,
     scatter,
     shape,

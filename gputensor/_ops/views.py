@@ -369,7 +369,7 @@ def _overlaps(size: tuple[int, ...], stride: tuple[int, ...]) -> bool:
 
 
 # Like as_strided_scatter, the gradient takes the input as contiguous from its storage start.
-@op(method=False, grad={"grad": "g.contiguous().as_strided(size, stride, storage_offset)"},
+@op(method=False, grad={"grad": "own_storage(g).as_strided(size, stride, storage_offset)"},
     jvp="auto_linear")
 def _as_strided_backward(grad: Tensor, shape: Any, size: Any, stride: Any,
                          storage_offset: int | None = None) -> Tensor:
@@ -416,7 +416,7 @@ def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
 
 @op(grad={"input": "as_strided_scatter(g, zeros(src_shape, dtype=g.dtype, device=g.device), "
                    "size, stride, storage_offset)",
-          "src": "g.contiguous().as_strided(size, stride, storage_offset)"}, jvp="auto_linear")
+          "src": "own_storage(g).as_strided(size, stride, storage_offset)"}, jvp="auto_linear")
 def as_strided_scatter(input: Tensor, src: Tensor, size: Any, stride: Any,
                        storage_offset: int | None = None) -> Tensor:
     """A copy of ``input`` with the elements ``input.as_strided(size, stride, storage_offset)``

@@ -5,7 +5,7 @@ roofline.
 
 1. a model declared for that kernel name (``declare_kernel_cost`` in kernels/registry.py; the
    ones below cover the kernels whose flops matter: gemm, convolutions, einsum, the norms,
-   softmax, reductions and scans, pools, fused optimizers);
+   softmax, reductions and scans, pools, recurrences, fused optimizers);
 2. else, when the kernel name is an op, the op's own model (``OpDef.cost(inputs, output)``)
    applied to the kernel's arguments: most kernels take the output first
    (``kernel(out, *inputs)``), the rest return it (``masked_select(x, mask) -> out``);
@@ -152,6 +152,23 @@ for _name, _index in (("_max_pool2d", 2), ("_avg_pool2d", 1), ("_adaptive_avg_po
                       ("_adaptive_max_pool2d", 2), ("_max_pool2d_backward", 1),
                       ("_avg_pool2d_backward", 1), ("_adaptive_avg_pool2d_backward", 1)):
     declare_kernel_cost(_name)(_per_element(_index, 1))
+
+# -- recurrences (nn.LSTM/GRU/RNN) --------------------------------------------------------------
+def _recurrence(gates_index: int, weight_index: int, flops_per_gate: int):
+    """A model: the hidden gemm of every step (2 * H flops per gate element of
+    ``args[gates_index]``, H from the (G*H, H) weight) plus the gate arithmetic."""
+    def model(args: Sequence[Any], result: Any, kw: dict) -> tuple[int, int]:
+        gates, hidden = args[gates_index], args[weight_index].shape[1]
+        return tensor_bytes(args, result), gates.numel() * (2 * hidden + flops_per_gate)
+    return model
+
+
+for _name, _gates, _weight, _flops in (
+        ("_lstm_recurrence", 2, 7, 20), ("_lstm_recurrence_backward", 0, 7, 20),
+        ("_gru_recurrence", 3, 5, 20), ("_gru_recurrence_backward", 0, 7, 20),
+        ("_rnn_recurrence", 2, 4, 4), ("_rnn_recurrence_backward", 0, 4, 4)):
+    declare_kernel_cost(_name)(_recurrence(_gates, _weight, _flops))
+
 
 # -- normalisation, softmax, reductions ----------------------------------------------------------
 def _op_flops(op_name: str) -> float:

@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     random,
     random_gamma,
     reduce,
+    rnn,
     scatter,
     shape,
     sort,
@@ -26,5 +27,5 @@ from . import (  # noqa: F401
 )
 
 __all__ = ["amp", "conv", "elementwise", "fft", "fused", "householder", "lapack", "linalg",
-           "mode", "nn", "optim", "random", "random_gamma", "reduce", "scatter", "shape", "sort",
-           "sparse"]
+           "mode", "nn", "optim", "random", "random_gamma", "reduce", "rnn", "scatter", "shape",
+           "sort", "sparse"]

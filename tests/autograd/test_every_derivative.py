@@ -759,6 +759,23 @@ def _compressed_products(device: str) -> tuple:
             (_uniform(device, 3, 3), _uniform(device, 3, 2, seed=1)))
 
 
+@_sample("_lstm_recurrence", "_gru_recurrence", "_rnn_recurrence")
+def _recurrences(device: str) -> tuple:
+    # nn.LSTM/GRU/RNN's fused recurrences over (T=3, B=2) with hidden size 2, the GRU with its
+    # hidden bias, the RNN in reverse.
+    from gputensor._ops.rnn import recurrence
+
+    def run(x4: gt.Tensor, x3: gt.Tensor, x1: gt.Tensor, h: gt.Tensor, c: gt.Tensor,
+            w4: gt.Tensor, w3: gt.Tensor, w1: gt.Tensor, b3: gt.Tensor) -> tuple:
+        return (*recurrence("LSTM", x4, h, c, w4), *recurrence("GRU", x3, h, None, w3, b3)[:2],
+                *recurrence("RNN_TANH", x1, h, None, w1, reverse=True)[:2])
+    return run, (_uniform(device, 3, 2, 8), _uniform(device, 3, 2, 6, seed=1),
+                 _uniform(device, 3, 2, 2, seed=2), _uniform(device, 2, 2, seed=3),
+                 _uniform(device, 2, 2, seed=4), _uniform(device, 8, 2, seed=5),
+                 _uniform(device, 6, 2, seed=6), _uniform(device, 2, 2, seed=7),
+                 _uniform(device, 6, seed=8))
+
+
 # Samples of the issue-17 families live beside this file, one module per family.
 for _family in (samples_linalg, samples_fft, samples_special, samples_sampling):
     SAMPLES.update(_family.SAMPLES)

@@ -248,3 +248,25 @@ def test_modifying_a_tensor_not_saved_is_fine(device: str) -> None:
     x2.add_(1)
     (z.sum() + y.sum()).backward()
     assert_close(x.grad, (1 + np.cos(x.detach().cpu().numpy())))
+
+
+@pytest.mark.parametrize("view", [
+    lambda x: x.select(0, 1).narrow(1, 2, 2),
+    lambda x: x.unbind(0)[1].narrow(1, 0, 2),
+    lambda x: x.narrow(0, 1, 1).narrow(2, 2, 2),
+    lambda x: x.as_strided((1, 2), (4, 1), 5),
+])
+def test_double_backward_of_a_view_of_a_view(view, device):
+    # The gradient of the outer view is a view into a larger gradient buffer (its row 1): the
+    # inner view's gradient must read it where its own offset says, not from its storage's
+    # start (as_strided offsets are absolute), or the second derivative comes from row 0.
+    x = gt.tensor(np.arange(8.).reshape(2, 1, 4), dtype=gt.float64, device=device,
+                  requires_grad=True)
+    assert gt.autograd.gradgradcheck(lambda x: view(x).sin(), (x,))
+    y = view(x) * 3
+    v = gt.ones(tuple(y.shape), dtype=gt.float64, device=device, requires_grad=True)
+    g, = gt.autograd.grad(y, x, v, create_graph=True)
+    w = gt.arange(1., 9., dtype=gt.float64, device=device).reshape(2, 1, 4)
+    gv, = gt.autograd.grad(g, v, w)
+    expect = 3 * view(w)
+    np.testing.assert_array_equal(gv.cpu().numpy(), expect.reshape(gv.shape).cpu().numpy())

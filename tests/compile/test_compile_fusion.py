@@ -75,8 +75,9 @@ def test_in_place_chains_fuse_correctly(device: str) -> None:
         np.testing.assert_array_equal(f(x, y).cpu().numpy(), fn(x, y).cpu().numpy())
 
 
-def test_lstm_cell_gates_fuse(device: str) -> None:
-    m = nn.LSTM(4, 8, batch_first=True).to(device)
+def test_lstm_projection_cell_gates_fuse(device: str) -> None:
+    # With proj_size the layer runs step by step: the gate ops of every step fuse.
+    m = nn.LSTM(4, 8, batch_first=True, proj_size=3).to(device)
     cm = gt.compile(m)
     x = gt.randn(2, 5, 4, device=device)
     for _ in range(2):
@@ -90,6 +91,31 @@ def test_lstm_cell_gates_fuse(device: str) -> None:
     np.testing.assert_array_equal(y.detach().cpu().numpy(), expect.detach().cpu().numpy())
 
 
+def test_lstm_replays_its_fused_recurrence(device: str) -> None:
+    # Without a projection the recurrence is one kernel each way, replayed as captured.
+    m = nn.LSTM(4, 8, batch_first=True).to(device)
+    cm = gt.compile(m)
+    x = gt.randn(2, 5, 4, device=device)
+    for _ in range(2):
+        cm(x)[0].sum().backward()
+    graph = _graph(cm._compiled)
+    names = [s.name for s in graph.forward.steps + graph.backward.steps]
+    assert names.count("_lstm_recurrence") == 1
+    assert names.count("_lstm_recurrence_backward") == 1
+    grads = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    y = cm(x)[0]
+    y.sum().backward()
+    m2 = [p.grad.clone() for p in m.parameters()]
+    m.zero_grad()
+    expect = m(x)[0]
+    expect.sum().backward()
+    np.testing.assert_array_equal(y.detach().cpu().numpy(), expect.detach().cpu().numpy())
+    for a, b, c in zip(m2, (p.grad for p in m.parameters()), grads, strict=True):
+        np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+        np.testing.assert_allclose(a.cpu().numpy(), c.cpu().numpy() / 2, rtol=1e-6)
+
+
 @pytest.mark.skipif(not nvrtc.availability()[0], reason="NVRTC wheel not installed")
 @pytest.mark.skipif(not gt.cuda.is_available(), reason="needs the CUDA emulator")
 def test_fused_cuda_kernels_compile_with_nvrtc_for_real_gpus() -> None:
@@ -97,7 +123,7 @@ def test_fused_cuda_kernels_compile_with_nvrtc_for_real_gpus() -> None:
     args = (gt.randn(5, 7, device="cuda"), gt.randn(7, device="cuda"),
             gt.randn(7, 5, device="cuda"))
     f(*args)
-    m = nn.GRU(3, 4).cuda()
+    m = nn.LSTM(3, 4, proj_size=2).cuda()   # step by step: its gate ops fuse
     cm = gt.compile(m)
     cm(gt.randn(2, 1, 3, device="cuda"))[0].sum().backward()
     steps = _graph(f).forward.steps + [s for g in (_graph(cm._compiled),)

@@ -2,9 +2,11 @@
 
 Parameter names, shapes, gate order (LSTM: i, f, g, o; GRU: r, z, n) and init match
 torch.nn, so a torch state_dict loads as is. A layer runs one direction at a time: the input
-projections of every time step are one matrix product, then a Python loop over time does one
-``addmm`` for the hidden projection plus the gate math. Everything is composed of
-differentiable ops, so backward (through time) comes from the autograd engine.
+projections of every time step are one matrix product, then the recurrence over time is one
+fused op with its own backward (gputensor/_ops/rnn.py: a gemm and a gate kernel per step).
+LSTM projections (``proj_size``) and packed sequences run a Python loop over time of
+differentiable ops instead (one ``addmm`` for the hidden projection plus the gate math), whose
+backward comes from the autograd engine. The cells are the fused recurrence over one step.
 
 The layers also take a ``PackedSequence`` (gputensor.nn.utils.rnn): each step then runs only the
 sequences still active at that step, so a finished sequence's state stops updating, and the
@@ -20,6 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 import gputensor as gt
+from gputensor._ops.rnn import gru_step as _gru_step
+from gputensor._ops.rnn import lstm_step as _lstm_step
+from gputensor._ops.rnn import recurrence as _recurrence
+from gputensor._ops.rnn import rnn_step as _rnn_step
 from gputensor._tensor import Tensor
 from gputensor.nn import init
 from gputensor.nn.functional._dropout import dropout as _dropout
@@ -33,38 +39,6 @@ __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell"
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 # One time step of a layer: (input-side gates x_t, h, c) -> (h', c'); c is None except for LSTM.
 _Step = Callable[[Tensor, Tensor, "Tensor | None"], "tuple[Tensor, Tensor | None]"]
-
-
-# -- one time step (shared by the layers and the cells) ------------------------------------------
-def _rnn_step(xg: Tensor, h: Tensor, w_hh_t: Tensor, relu: bool) -> Tensor:
-    """h' = act(xg + h @ W_hh^T), where xg already holds W_ih x + b_ih + b_hh."""
-    pre = gt.addmm(xg, h, w_hh_t)
-    return gt.relu(pre) if relu else gt.tanh(pre)
-
-
-def _lstm_step(xg: Tensor, h: Tensor, c: Tensor, w_hh_t: Tensor,
-               w_hr_t: Tensor | None) -> tuple[Tensor, Tensor]:
-    """One LSTM step; xg holds W_ih x + b_ih + b_hh for the four gates (i, f, g, o)."""
-    gates = gt.addmm(xg, h, w_hh_t)
-    # One sigmoid over all four gates is cheaper than three over slices; g's part is unused.
-    i, f, _, o = gates.sigmoid().chunk(4, 1)
-    hs = c.shape[-1]
-    g = gates.narrow(1, 2 * hs, hs).tanh()
-    c = f * c + i * g
-    h = o * c.tanh()
-    if w_hr_t is not None:
-        h = gt.mm(h, w_hr_t)
-    return h, c
-
-
-def _gru_step(x_rz: Tensor, x_n: Tensor, h: Tensor, w_hh_t: Tensor,
-              b_hh: Tensor | None) -> Tensor:
-    """One GRU step; x_rz / x_n hold W_ih x + b_ih for the (r, z) and n gates."""
-    hg = gt.mm(h, w_hh_t) if b_hh is None else gt.addmm(b_hh, h, w_hh_t)
-    h_rz, h_n = hg.split([x_rz.shape[-1], x_n.shape[-1]], 1)
-    r, z = (x_rz + h_rz).sigmoid().chunk(2, 1)
-    n = (x_n + r * h_n).tanh()
-    return gt.lerp(n, h, z)   # (1 - z) * n + z * h
 
 
 def _project(x: Tensor, w: Tensor, b: Tensor | None) -> Tensor:
@@ -246,7 +220,15 @@ class RNNBase(Module):
     def _run_direction(self, x: Tensor, layer: int, direction: int, h: Tensor,
                        c: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
         """Run one direction of one layer over a (L, B, in) input; returns
-        (outputs (L, B, H_out), h_T, c_T)."""
+        (outputs (L, B, H_out), h_T, c_T). Without an LSTM projection the recurrence is one
+        fused op (gputensor/_ops/rnn.py); with one, a step-by-step loop."""
+        if self.proj_size == 0:
+            w_ih, w_hh, b_ih, b_hh, _ = self._direction_params(layer, direction)
+            if self.mode == "GRU":
+                xg = _project(x, w_ih, b_ih)
+            else:
+                b_hh, xg = None, _project(x, w_ih, _sum_bias(b_ih, b_hh))
+            return _recurrence(self.mode, xg, h, c, w_hh, b_hh, direction == 1)
         project, step = self._direction_cell(layer, direction)
         xs = project(x).unbind(0)
         if direction == 1:
@@ -605,7 +587,8 @@ class RNNCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         input, (h,), batched = self._prepare(input, (hx,))
         xg = _project(input, self.weight_ih, _sum_bias(self.bias_ih, self.bias_hh))
-        h = _rnn_step(xg, h, self.weight_hh.t(), self.nonlinearity == "relu")
+        mode = "RNN_RELU" if self.nonlinearity == "relu" else "RNN_TANH"
+        _, h, _ = _recurrence(mode, xg.unsqueeze(0), h, None, self.weight_hh)
         return h if batched else h.squeeze(0)
 
 
@@ -624,7 +607,7 @@ class LSTMCell(RNNCellBase):
             raise TypeError("LSTMCell: hx must be a tuple (h_0, c_0) of tensors")
         input, (h, c), batched = self._prepare(input, states)
         xg = _project(input, self.weight_ih, _sum_bias(self.bias_ih, self.bias_hh))
-        h, c = _lstm_step(xg, h, c, self.weight_hh.t(), None)
+        _, h, c = _recurrence("LSTM", xg.unsqueeze(0), h, c, self.weight_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -639,7 +622,5 @@ class GRUCell(RNNCellBase):
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         input, (h,), batched = self._prepare(input, (hx,))
         xg = _project(input, self.weight_ih, self.bias_ih)
-        hs = self.hidden_size
-        x_rz, x_n = xg.split([2 * hs, hs], 1)
-        h = _gru_step(x_rz, x_n, h, self.weight_hh.t(), self.bias_hh)
+        _, h, _ = _recurrence("GRU", xg.unsqueeze(0), h, None, self.weight_hh, self.bias_hh)
         return h if batched else h.squeeze(0)

@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     random,
     random_gamma,
     reduce,
+    rnn,
     scatter,
     shape,
     sort,
