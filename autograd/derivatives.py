@@ -469,7 +469,7 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
             # No op hook here: a composite is not seen (PyTorch's CompositeImplicitAutograd);
             # the ops it calls are, and record its graph.
             result = fn(*args, **kwargs)
-            if getattr(state, "enabled", True):
+            if state.enabled:
                 mark_not_implemented(op_name, result, args, kwargs)
             if fw_state.active:   # built from differentiable ops, whose tangents it must have
                 check_tangents(op_name, result, args, kwargs)
@@ -486,7 +486,7 @@ def differentiable(fn: Callable, derivative: Derivative | None, op_name: str,
                 return result
         if fw_state.active:   # forward AD: the primal call (this wrapper again), then the rule
             return dual_call(derivative, recorded, args, kwargs)
-        if not getattr(state, "enabled", True) or not _any_requires_grad(args, kwargs):
+        if not state.enabled or not _any_requires_grad(args, kwargs):
             try:
                 return fn(*args, **kwargs) if not hook.active else \
                     hook.call(op_name, args, kwargs, lambda: fn(*args, **kwargs))

@@ -25,17 +25,22 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-_state = threading.local()
+class _EngineState(threading.local):
+    multithreading = True      # per-thread switches; class attributes are the defaults
+    layout_enforced = True
+
+
+_state = _EngineState()
 
 
 def is_multithreading_enabled() -> bool:
     """Whether multithreaded backward is enabled in this thread (True unless switched off)."""
-    return getattr(_state, "multithreading", True)
+    return _state.multithreading
 
 
 def is_grad_layout_enforcement_enabled() -> bool:
     """Whether ``AccumulateGrad`` enforces the gradient layout contract in this thread."""
-    return getattr(_state, "layout_enforced", True)
+    return _state.layout_enforced
 
 
 class _Switch:

@@ -7,11 +7,20 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-_state = threading.local()
+class _GradState(threading.local):
+    """Per-thread grad mode. Defaults are class attributes: reading an attribute a thread
+    never set then costs no AttributeError (``getattr(local, name, default)`` raised and
+    caught one on every op, ~0.35 us)."""
+
+    enabled = True
+    inference = False
+
+
+_state = _GradState()
 
 
 def is_grad_enabled() -> bool:
-    return getattr(_state, "enabled", True)
+    return _state.enabled
 
 
 def _set_enabled(mode: bool) -> None:
@@ -19,7 +28,7 @@ def _set_enabled(mode: bool) -> None:
 
 
 def is_inference_mode_enabled() -> bool:
-    return getattr(_state, "inference", False)
+    return _state.inference
 
 
 class _GradModeContext:

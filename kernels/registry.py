@@ -73,6 +73,9 @@ class OpDef:
     param_map: dict[str, dict[Any, Any]] | None = None       # param -> {user value: kernel value}
     # (param values, compute dtype) -> the values the kernel takes (dtype-dependent defaults)
     resolve_params: Callable[[tuple, Any], tuple] | None = None
+    # Flag params the CPU kernels are compiled per value of (gelu's ``approximate``): a runtime
+    # branch between two heavy expressions keeps LLVM from vectorising the loop.
+    specialize: tuple[str, ...] = ()
 
 
 OPS: dict[str, OpDef] = {}

@@ -594,7 +594,7 @@ elementwise("relu", "relu(a)", no_complex=True, no_bool="relu: not supported for
 elementwise("gelu", "gelu_tanh(a) if approximate else gelu_erf(a)", U, "float",
             params=("approximate",), defaults={"approximate": 0}, flops=25, no_complex=True,
             param_map={"approximate": {"none": 0, "tanh": 1}}, float_only=True,
-            grad=("_gelu_backward(g, a, approximate)",))
+            specialize=("approximate",), grad=("_gelu_backward(g, a, approximate)",))
 elementwise("silu", "a * sigmoid(a)", U, "float", flops=23, float_only=True,
             grad=("_silu_backward(g, cj(a))",))
 elementwise("softplus", "softplus(a, beta, threshold)", U, "float", params=("beta", "threshold"),
@@ -677,7 +677,7 @@ elementwise("_hardtanh_backward", "a if (b > min_val and b < max_val) else 0 * a
             grad=("_hardtanh_backward(g, b, min_val, max_val)", "g * 0"))
 elementwise("_gelu_backward", "a * (gelu_tanh_grad(b) if approximate else gelu_erf_grad(b))", B,
             method=False, inplace=False, params=("approximate",), flops=30,
-            grad=("_gelu_backward(g, b, approximate)",
+            specialize=("approximate",), grad=("_gelu_backward(g, b, approximate)",
                   lambda g, a, b, approximate: g * a * _gelu_grad2(b, approximate)))
 elementwise("_silu_backward", "a * sigmoid(b) * (1 + b * (1 - sigmoid(b)))", B, method=False,
             inplace=False, flops=30,

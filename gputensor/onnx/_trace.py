@@ -21,12 +21,16 @@ from gputensor._op_hook import OP_HOOK
 
 from .errors import OnnxExporterError
 
-_state = threading.local()
+class _ExportState(threading.local):
+    exporting = False   # per thread; the class attribute is the default
+
+
+_state = _ExportState()
 
 
 def is_in_onnx_export() -> bool:
     """Whether this thread is inside ``gt.onnx.export``'s traced call."""
-    return getattr(_state, "exporting", False)
+    return _state.exporting
 
 
 @dataclass
@@ -160,7 +164,7 @@ def trace(fn: Callable[..., Any], args: tuple, kwargs: dict
                           a, dict(kw), result, versions, out))
         return result
 
-    if getattr(_state, "exporting", False):
+    if _state.exporting:
         raise OnnxExporterError("gt.onnx.export: the model called gt.onnx.export while being "
                                 "exported (nested exports are not supported)")
     _state.exporting = True

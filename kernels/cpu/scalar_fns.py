@@ -89,7 +89,7 @@ gelu_erf = _vocab("gelu_erf")
 gelu_erf_grad = _vocab("gelu_erf_grad")
 
 
-@overload(exp)
+@overload(exp, inline="always")
 def _exp(a):
     if a == types.float32:
         return lambda a: _exp_f32(a)
@@ -119,7 +119,7 @@ def _complex_tanh(z):
     return type(z)(complex(beta * rho * s / den, t / den))
 
 
-@overload(tanh)
+@overload(tanh, inline="always")
 def _tanh(a):
     if a == types.float32:
         return lambda a: _tanh_f32(a)
@@ -128,28 +128,28 @@ def _tanh(a):
     return lambda a: np.tanh(a)
 
 
-@overload(sigmoid)
+@overload(sigmoid, inline="always")
 def _sigmoid(a):
     if a == types.float32:
         return lambda a: _sigmoid_f32(a)
     return lambda a: 1.0 / (1.0 + np.exp(-a))
 
 
-@overload(erf)
+@overload(erf, inline="always")
 def _erf(a):
     if a == types.float32:
         return lambda a: _erf_f32(a)
     return lambda a: math.erf(a)
 
 
-@overload(gelu_erf)
+@overload(gelu_erf, inline="always")
 def _gelu_erf(a):
     if a == types.float32:
         return lambda a: _gelu_f32(a)
     return lambda a: 0.5 * a * (1.0 + math.erf(a * 0.7071067811865476))
 
 
-@overload(gelu_erf_grad)
+@overload(gelu_erf_grad, inline="always")
 def _gelu_erf_grad(a):
     if a == types.float32:
         return lambda a: _gelu_grad_f32(a)
