@@ -25,6 +25,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+
 class _EngineState(threading.local):
     multithreading = True      # per-thread switches; class attributes are the defaults
     layout_enforced = True

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+
 class _GradState(threading.local):
     """Per-thread grad mode. Defaults are class attributes: reading an attribute a thread
     never set then costs no AttributeError (``getattr(local, name, default)`` raised and

@@ -21,6 +21,7 @@ from gputensor._op_hook import OP_HOOK
 
 from .errors import OnnxExporterError
 
+
 class _ExportState(threading.local):
     exporting = False   # per thread; the class attribute is the default
 
