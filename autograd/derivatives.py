@@ -407,6 +407,8 @@ def mark_not_implemented(op_name: str, result: Any, args: Sequence[Any],
                          kwargs: dict[str, Any]) -> None:
     """After an op without a derivative ran with grad enabled: outputs it computed from inputs
     that need gradients get a node that raises if backward reaches it."""
+    if not _any_requires_grad(args, kwargs):
+        return   # the common case: nothing to attach
     outputs = result if isinstance(result, tuple | list) else (result,)
     inputs = [t for x in (*args, *kwargs.values()) for t in (x if _tensor_list(x) else (x,))
               if _is_tensor(t)]
@@ -536,6 +538,11 @@ def _any_requires_grad(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
                 if _is_tensor(t) and t._requires_grad:
                     return True
     for x in kwargs.values():
-        if _is_tensor(x) and x._requires_grad:
-            return True
+        if _is_tensor(x):
+            if x._requires_grad:
+                return True
+        elif isinstance(x, list | tuple):
+            for t in x:
+                if _is_tensor(t) and t._requires_grad:
+                    return True
     return False

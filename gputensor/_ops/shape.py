@@ -338,10 +338,14 @@ def column_stack(tensors: Sequence[Tensor], *, out: Tensor | None = None) -> Ten
 
 # == splitting (views) =========================================================================
 def _split_sizes(tensor: Tensor, sizes: list[int], d: int) -> tuple[Tensor, ...]:
-    out, start = [], 0
+    """Views of consecutive pieces of validated ``sizes`` along dim ``d``, made directly (the
+    callers record their own derivative, so per-piece ``narrow`` calls would only cost)."""
+    out, start = [], tensor._offset
+    shape, stride, step = list(tensor._shape), tensor._stride, tensor._stride[d]
     for s in sizes:
-        out.append(narrow(tensor, d, start, s))
-        start += s
+        shape[d] = s
+        out.append(tensor._view(tuple(shape), stride, start))
+        start += s * step
     return tuple(out)
 
 

@@ -23,6 +23,7 @@ import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -420,10 +421,58 @@ def accumulate(name: str, a: np.ndarray, dims: tuple[int, ...], out_dtype: np.dt
     return out, pl
 
 
+# (fold, input geometry and dtype, dims, result geometry, p) -> the kernel call prepared for
+# that case, or None where the general path is needed: a small reduction's Python cost is
+# mostly rebuilding the same plan, dtypes and identity on every call.
+_PREPARED: dict[tuple, Any] = {}
+
+
+def _prepare(name: str, a: np.ndarray, dims: tuple[int, ...], r: np.ndarray, p: float) -> Any:
+    """A function (a, r) -> None running ``accumulate`` for this geometry with everything but
+    the arrays resolved, when the plan views ``a`` in place and ``r`` takes the values
+    directly; else None."""
+    pl = plan(a, dims)
+    if pl.out_axes is not None or direct_target(r, pl) is None or pl.O * pl.I == 0 or \
+            pl.K == 0 or a.dtype in _NUMBA_COMPUTE or \
+            (a.shape, a.strides, a.itemsize, tuple(dims)) not in _PLAN_CACHE:
+        return None
+    lane, acc = _acc_dtypes(name, a.dtype)
+    init = _identity(FOLDS[name], a.dtype)
+    mod = _acc_module(name, _parallel(pl))
+    cen, pf = np.zeros(1), float(p)
+    O, K, I, so, sk, si = pl.O, pl.K, pl.I, pl.so, pl.sk, pl.si
+    contiguous = a.flags.c_contiguous
+    if I == 1:
+        nb = max(1, -(-K // ROW_BLOCK))
+        rows, start = mod.rows, lane.type(init)
+
+        def run_rows(a: np.ndarray, r: np.ndarray) -> None:
+            rows(a.reshape(-1) if contiguous else _flat_view(a), O, K, so, sk, ROW_BLOCK, nb,
+                 start, np.empty(O * nb, acc), cen, r.reshape(-1), pf)
+        return run_rows
+    nic, nkb, kbs = _col_tasks(pl, _parallel(pl))
+    cols, start = mod.cols, acc.type(init)
+
+    def run_cols(a: np.ndarray, r: np.ndarray) -> None:
+        cols(a.reshape(-1) if contiguous else _flat_view(a), O, K, I, so, sk, si, COL_CHUNK,
+             nic, nkb, kbs, start, np.empty(O * nkb * I, acc), cen, r.reshape(-1), pf)
+    return run_cols
+
+
 def _reduce_into(name: str, result: Tensor, inp: Tensor, dims: tuple[int, ...],
                  p: float = 0.0) -> None:
     a = host_array(inp)
-    r = result._host
+    r = result._np if result._np_buf is result._storage._buf else result._host
+    key = (name, a.shape, a.strides, a.dtype, dims, r.shape, r.strides, r.dtype, p,
+           numba.config.NUMBA_NUM_THREADS)
+    run = _PREPARED.get(key, _PREPARED)
+    if run is _PREPARED:
+        if len(_PREPARED) > 4096:
+            _PREPARED.clear()
+        run = _PREPARED[key] = _prepare(name, a, dims, r, p)
+    if run is not None:
+        run(a, r)
+        return
     values, pl = accumulate(name, a, dims, r.dtype, p, result=r)
     store(r, values, pl, a.shape)
 
