@@ -27,7 +27,9 @@ def launcher_environment(env: dict[str, str]) -> dict[str, str]:
     return {"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(local_rank),
             "LOCAL_WORLD_SIZE": str(local_size), "GROUP_RANK": str(rank // max(local_size, 1)),
             "MASTER_ADDR": env.get("MASTER_ADDR", "127.0.0.1"),
-            "MASTER_PORT": env.get("MASTER_PORT", "29500")}
+            "MASTER_PORT": env.get("MASTER_PORT", "29500"),
+            # torchrun's rendezvous id (its default): is_torchelastic_launched() reads it
+            "TORCHELASTIC_RUN_ID": env.get("TORCHELASTIC_RUN_ID", "none")}
 
 
 def main(argv: list[str]) -> None:

@@ -521,6 +521,18 @@ class Comm:
         return Comm(self.t, [self.ranks[r] for _, r in members],
                     _child_id(self.ctx, child, color))
 
+    def Exclude(self, excluded: Sequence[int]) -> Comm:  # noqa: N802
+        """The communicator of the other ranks, made by them alone (the excluded ones may be
+        gone: MPI's ``Create_group`` over ``Group.Excl``). It takes over the transport when
+        this communicator owns it."""
+        self._children += 1
+        gone = set(excluded)
+        child = Comm(self.t, [r for i, r in enumerate(self.ranks) if i not in gone],
+                     _child_id(self.ctx, self._children, "exclude", tuple(sorted(gone))),
+                     owns_transport=self._owns)
+        self._owns = False
+        return child
+
     def Free(self) -> None:  # noqa: N802
         self._pool.shutdown(wait=True)
         if self._owns:

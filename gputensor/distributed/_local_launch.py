@@ -34,7 +34,8 @@ def _environment(args: argparse.Namespace, local_rank: int, port: int) -> dict[s
                 LOCAL_RANK=str(local_rank), WORLD_SIZE=str(world),
                 LOCAL_WORLD_SIZE=str(args.nproc_per_node), GROUP_RANK=str(args.node_rank),
                 MASTER_ADDR=args.master_addr, MASTER_PORT=str(port),
-                TORCHELASTIC_USE_AGENT_STORE="True")
+                TORCHELASTIC_USE_AGENT_STORE="True",
+                TORCHELASTIC_RUN_ID=os.environ.get("TORCHELASTIC_RUN_ID", "none"))
 
 
 def _stop(procs: list[subprocess.Popen]) -> None:

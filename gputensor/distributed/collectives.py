@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 
 from gputensor._tensor import Tensor
+from gputensor.futures import Future
 
 from . import _mpi
+from .debug import check_collective
 from .process_group import ProcessGroup, resolve
 from .reduce_op import ReduceOp
 
@@ -57,8 +59,55 @@ class Work:
     def synchronize(self) -> None:
         self.wait()
 
+    def get_future(self) -> Future:
+        """A Future of ``result()`` (the output tensors), done when this work is: waiting
+        on it, or on a future chained to it with ``then``, waits for the work."""
+        return _WorkFuture(self)
+
     def __repr__(self) -> str:
         return f"<Work {'done' if self._done else 'in flight'}>"
+
+
+class _WorkFuture(Future):
+    """The Future of a Work. Nothing runs in the background to complete it: ``done()``
+    polls the work and ``wait()`` waits for it, here or through a chained future."""
+
+    def __init__(self, work: Work) -> None:
+        super().__init__()
+        self._root = self
+        self._work = work
+
+    def _settle(self, block: bool) -> None:
+        root = self._root
+        if Future.done(root):
+            return
+        try:
+            finished = root._work.wait() if block else root._work.is_completed()
+        except Exception as e:  # noqa: BLE001 - delivered through the future
+            root.set_exception(e)
+            return
+        if finished and not Future.done(root):
+            root.set_result(root._work._result)
+
+    def done(self) -> bool:
+        self._settle(False)
+        return super().done()
+
+    def wait(self) -> Any:
+        self._settle(True)
+        return super().wait()
+
+    def value(self) -> Any:
+        self._settle(False)
+        return super().value()
+
+    def then(self, callback: Callable[[Future], Any]) -> Future:
+        child = super().then(callback)
+        # The chained future is completed by this one's callbacks; make it drive the same
+        # work when it is waited on.
+        child.__class__ = _WorkFuture
+        child._root = self._root  # type: ignore[attr-defined]
+        return child
 
 
 class _StreamWork(Work):
@@ -80,9 +129,16 @@ class _StreamWork(Work):
     def synchronize(self) -> None:
         self._event.synchronize()
 
+    def get_future(self) -> Future:
+        """Done at once: work queued after a wait on the current stream sees the result."""
+        self.wait()
+        fut: Future = Future()
+        fut.set_result(self._result)
+        return fut
 
-def _queued(event: Any, async_op: bool) -> Work | None:
-    return _StreamWork(event) if async_op else None
+
+def _queued(event: Any, async_op: bool, result: list[Tensor] | None = None) -> Work | None:
+    return _StreamWork(event, result) if async_op else None
 
 
 def _run(requests: list[Any], finish: Callable[[], None], async_op: bool,
@@ -130,13 +186,15 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,  # noq
                async_op: bool = False) -> Work | None:
     """Reduce ``tensor`` across the group in place: every rank gets the result."""
     pg = resolve(group)
+    check_collective(pg, f"all_reduce {ReduceOp.name(op)}", [tensor])
     nccl = pg.nccl_for(tensor)
     if nccl is not None:
-        return _queued(nccl.all_reduce(tensor, op), async_op)
+        return _queued(nccl.all_reduce(tensor, op), async_op, [tensor])
     buf = _mpi.Buffer(tensor, "all_reduce")
     mop = pg.engine.reduction(op, tensor.dtype, "all_reduce")
     req = pg.comm.Iallreduce(pg.engine.IN_PLACE, buf.array, mop)
-    return _run([req], _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish), async_op)
+    return _run([req], _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish), async_op,
+                [tensor])
 
 
 def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
@@ -145,9 +203,10 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
     """Reduce into ``tensor`` on rank ``dst`` (other ranks' tensors are left as they are)."""
     pg = resolve(group)
     root = _peer(pg, dst, group_dst, "dst")
+    check_collective(pg, f"reduce {ReduceOp.name(op)} to {root}", [tensor])
     nccl = pg.nccl_for(tensor)
     if nccl is not None:
-        return _queued(nccl.reduce(tensor, op, root), async_op)
+        return _queued(nccl.reduce(tensor, op, root), async_op, [tensor])
     buf = _mpi.Buffer(tensor, "reduce", writes=pg.rank() == root)
     mop = pg.engine.reduction(op, tensor.dtype, "reduce")
     if pg.rank() == root:
@@ -156,7 +215,7 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
     else:
         req = pg.comm.Ireduce(buf.array, None, mop, root)
         finish = _finish_all()
-    return _run([req], finish, async_op)
+    return _run([req], finish, async_op, [tensor])
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,  # noqa: A002
@@ -168,14 +227,22 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
         raise ValueError(f"reduce_scatter_tensor: input ({list(input.shape)}, {input.dtype}) "
                          f"must hold world size ({n}) x output ({list(output.shape)}, "
                          f"{output.dtype}) elements of the output's dtype")
+    check_collective(pg, f"reduce_scatter {ReduceOp.name(op)}", [output, input])
     nccl = pg.nccl_for(input)
     if nccl is not None:
-        return _queued(nccl.reduce_scatter(output, input, op), async_op)
+        return _queued(nccl.reduce_scatter(output, input, op), async_op, [output])
     src = _mpi.Buffer(input, "reduce_scatter_tensor", writes=False)
     out = _mpi.Buffer(output, "reduce_scatter_tensor")
     mop = pg.engine.reduction(op, output.dtype, "reduce_scatter_tensor")
     req = pg.comm.Ireduce_scatter_block(src.array, out.array, mop)
-    return _run([req], _finish_all(_mpi.averaging(op, out, n), out.finish), async_op)
+    return _run([req], _finish_all(_mpi.averaging(op, out, n), out.finish), async_op, [output])
+
+
+def reduce_scatter_single(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,  # noqa: A002
+                          group: Any = None, async_op: bool = False) -> Work | None:
+    """PyTorch 2.13's name for ``reduce_scatter_tensor``: ``input`` holds group size times
+    ``output`` (concatenated or stacked along dim 0); rank i gets the reduced chunk i."""
+    return reduce_scatter_tensor(output, input, op, group, async_op)
 
 
 def reduce_scatter(output: Tensor, input_list: Sequence[Tensor], op: Any = ReduceOp.SUM,
@@ -197,12 +264,13 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None,  # noqa
     """Copy ``tensor`` from rank ``src`` into every rank's ``tensor``."""
     pg = resolve(group)
     root = _peer(pg, src, group_src, "src")
+    check_collective(pg, f"broadcast from {root}", [tensor])
     nccl = pg.nccl_for(tensor)
     if nccl is not None:
-        return _queued(nccl.broadcast(tensor, root), async_op)
+        return _queued(nccl.broadcast(tensor, root), async_op, [tensor])
     buf = _mpi.Buffer(tensor, "broadcast", writes=pg.rank() != root)
     req = pg.comm.Ibcast(buf.array, root)
-    return _run([req], buf.finish, async_op)
+    return _run([req], buf.finish, async_op, [tensor])
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
@@ -215,13 +283,21 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
         raise ValueError(f"all_gather_into_tensor: output ({list(output_tensor.shape)}, "
                          f"{output_tensor.dtype}) must hold world size ({n}) x input "
                          f"({list(input_tensor.shape)}, {input_tensor.dtype}) elements")
+    check_collective(pg, "all_gather_into_tensor", [output_tensor, input_tensor])
     nccl = pg.nccl_for(input_tensor)
     if nccl is not None:
-        return _queued(nccl.all_gather(output_tensor, input_tensor), async_op)
+        return _queued(nccl.all_gather(output_tensor, input_tensor), async_op, [output_tensor])
     src = _mpi.Buffer(input_tensor, "all_gather_into_tensor", writes=False)
     out = _mpi.Buffer(output_tensor, "all_gather_into_tensor")
     req = pg.comm.Iallgather(src.array, out.array)
-    return _run([req], out.finish, async_op)
+    return _run([req], out.finish, async_op, [output_tensor])
+
+
+def all_gather_single(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
+                      async_op: bool = False) -> Work | None:  # noqa: A002
+    """PyTorch 2.13's name for ``all_gather_into_tensor``: every rank's ``input_tensor``,
+    concatenated or stacked along dim 0 of ``output_tensor`` in rank order."""
+    return all_gather_into_tensor(output_tensor, input_tensor, group, async_op)
 
 
 def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,  # noqa: A002
@@ -315,7 +391,7 @@ def all_to_all_single(output: Tensor, input: Tensor,  # noqa: A002
     counts_out = [r * row_out for r in out_rows]
     req = pg.comm.Ialltoallv([src.array, (counts_in, _offsets(counts_in))],
                              [out.array, (counts_out, _offsets(counts_out))])
-    return _run([req], out.finish, async_op)
+    return _run([req], out.finish, async_op, [output])
 
 
 def _splits(t: Tensor, sizes: Sequence[int] | None, n: int, what: str) -> list[int]:
@@ -362,6 +438,7 @@ def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor]
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,  # noqa: A002
             timeout: Any = None) -> Work | None:
     pg = resolve(group)
+    check_collective(pg, "barrier", [])
     return _run([pg.comm.Ibarrier()], lambda: None, async_op)
 
 

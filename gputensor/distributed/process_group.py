@@ -16,7 +16,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from . import _gloo, _mpi
-from .store import FileStore, PrefixStore, Store, TCPStore
+from .pg_methods import ProcessGroupMethods
+from .store import PrefixStore, Store
 
 default_pg_timeout = datetime.timedelta(minutes=30)
 
@@ -33,7 +34,18 @@ class Backend(str):
     UNDEFINED = "undefined"
     GLOO = "gloo"
     NCCL = "nccl"
+    UCC = "ucc"
     MPI = "mpi"
+    XCCL = "xccl"
+    FAKE = "fake"
+
+    # PyTorch's tables of names (which of them this build can run: is_backend_available).
+    backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]
+    default_device_backend_map: dict[str, str] = {"cpu": GLOO, "cuda": NCCL, "xpu": XCCL,
+                                                  "mps": GLOO}
+    backend_capability: dict[str, list[str]] = {
+        GLOO: ["cpu", "cuda"], NCCL: ["cuda"], XCCL: ["xpu"], UCC: ["cpu", "cuda"],
+        MPI: ["cpu", "cuda"], FAKE: ["cpu", "cuda", "hpu", "xpu"]}
 
     def __new__(cls, name: str) -> Backend:
         if not isinstance(name, str):
@@ -41,7 +53,7 @@ class Backend(str):
         return str.__new__(cls, name.lower())
 
 
-class ProcessGroup:
+class ProcessGroup(ProcessGroupMethods):
     """A set of ranks and the communicator they talk over."""
 
     def __init__(self, comm: Any, ranks: list[int], backend: str, nccl: bool = False,
@@ -50,6 +62,13 @@ class ProcessGroup:
         self.engine = engine      # the communicator's module: _mpi or _gloo
         self._use_nccl = nccl     # CUDA tensors go through NCCL (else MPI, staged on the host)
         self._nccl: Any = None    # the NCCL communicator, made at the first CUDA collective
+        self.bound_device_id: Any = None
+        self.group_desc = "undefined"
+        self._name = str(_group_count)  # every rank counts every group made (PyTorch's names)
+
+    @property
+    def group_name(self) -> str:
+        return self._name
 
     def nccl_for(self, t: Any) -> Any:
         """The NCCL communicator for CUDA tensor ``t`` (None: the MPI engine serves it)."""
@@ -90,6 +109,12 @@ class group:  # noqa: N801 - PyTorch's name
 
 
 _groups: list[ProcessGroup] = []
+_group_count = 0  # groups made since the default one (members or not): their names
+
+
+def _count_group() -> None:
+    global _group_count
+    _group_count += 1
 
 
 def _world() -> ProcessGroup:
@@ -162,47 +187,23 @@ def _uses_mpi(name: str, init_method: str | None, store: Any) -> bool:
     return not ({"RANK", "MASTER_ADDR"} & set(os.environ)) and _mpi.available()
 
 
-def _env_int(var: str, given: int) -> int:
-    if given >= 0:
-        return given
-    if var not in os.environ:
-        raise ValueError(f"Error initializing torch.distributed using env:// rendezvous: "
-                         f"environment variable {var} expected, but not set")
-    return int(os.environ[var])
-
-
 def _rendezvous(init_method: str | None, rank: int, world_size: int,
                 timeout: datetime.timedelta) -> tuple[Store, int, int]:
-    """The store the processes meet in, and this process's rank and the world size, from
-    env:// (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE), tcp://host:port or file:///path
-    (rank and world_size as arguments or ?rank=..&world_size=.. in the URL)."""
-    url = urlparse(init_method or "env://")
-    query = {k: int(v[-1]) for k, v in parse_qs(url.query).items()
-             if k in ("rank", "world_size")}
-    rank, world_size = query.get("rank", rank), query.get("world_size", world_size)
-    if url.scheme == "env":
-        rank, world_size = _env_int("RANK", rank), _env_int("WORLD_SIZE", world_size)
-        host = os.environ.get("MASTER_ADDR")
-        if host is None:
-            raise ValueError("Error initializing torch.distributed using env:// rendezvous: "
-                             "environment variable MASTER_ADDR expected, but not set")
-        port = _env_int("MASTER_PORT", -1)
-    elif url.scheme in ("tcp", "file"):
-        if rank < 0 or world_size <= 0:
-            raise ValueError(f"{url.scheme}:// rendezvous needs rank and world_size (as "
+    """The store the processes meet in, and this process's rank and the world size, from the
+    rendezvous handler of ``init_method``'s scheme (``rendezvous.py``): env:// (MASTER_ADDR,
+    MASTER_PORT, RANK, WORLD_SIZE), tcp://host:port or file:///path (rank and world_size as
+    arguments or ?rank=..&world_size=.. in the URL), or a registered one."""
+    from .rendezvous import rendezvous
+    url = init_method or "env://"
+    parsed = urlparse(url)
+    if parsed.scheme in ("tcp", "file"):
+        query = {k: int(v[-1]) for k, v in parse_qs(parsed.query).items()
+                 if k in ("rank", "world_size")}
+        if query.get("rank", rank) < 0 or query.get("world_size", world_size) <= 0:
+            raise ValueError(f"{parsed.scheme}:// rendezvous needs rank and world_size (as "
                              f"arguments or in the URL's query), got rank={rank}, "
                              f"world_size={world_size}")
-        if url.scheme == "file":
-            return FileStore(url.path, world_size), rank, world_size
-        host, port = url.hostname or "127.0.0.1", url.port or 0
-    else:
-        raise RuntimeError(f"No rendezvous handler for {url.scheme}://")
-    # torchrun's agent serves the store itself (TORCHELASTIC_USE_AGENT_STORE): rank 0 is then
-    # a client like the others.
-    agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
-    store = TCPStore(host, port, world_size, is_master=rank == 0 and not agent,
-                     timeout=timeout, multi_tenant=True)
-    return store, rank, world_size
+    return next(rendezvous(url, rank, world_size, timeout=timeout))
 
 
 def _close_on_uncaught(comm: Any) -> None:
@@ -224,9 +225,10 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     """Join the job's processes into the default group: through a store (``store``, or the
     rendezvous of ``init_method``: env:// by default) on the gloo engine, or, under MPI's
     launcher, as the MPI job's processes (``world_size``/``rank``, when given, must agree)."""
-    global _inits
+    global _inits, _group_count
     if GroupMember.WORLD is not None:
         raise ValueError("trying to initialize the default process group twice!")
+    _group_count = 0
     from . import _nccl
     name = Backend(backend or "mpi")
     if name == Backend.NCCL and not _nccl.available():
@@ -310,6 +312,7 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any 
             raise ValueError(f"new_group: rank {r} is out of range for world size "
                              f"{world.size()}")
     me = world.rank()
+    _count_group()
     comm = world.comm.Split(0 if me in members else world.engine.UNDEFINED,
                             members.index(me) if me in members else 0)
     if me not in members:
@@ -336,6 +339,27 @@ def get_world_size(group: Any = None) -> int:  # noqa: A002
 
 def get_backend(group: Any = None) -> Backend:  # noqa: A002
     return resolve(group)._backend
+
+
+def get_backend_config(group: Any = None) -> str:  # noqa: A002
+    """The group's device:backend pairs (``"cpu:gloo,cuda:gloo"``, ``"cpu:mpi,cuda:nccl"``),
+    as PyTorch's BackendConfig prints them: CUDA tensors go to NCCL when the group uses it,
+    else to the CPU engine through host memory."""
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise ValueError("Invalid process group specified")
+    pg = resolve(group)
+    if pg._backend == Backend.NCCL:
+        return "cuda:nccl"
+    return f"cpu:{pg._backend},cuda:{Backend.NCCL if pg._use_nccl else pg._backend}"
+
+
+def _set_pg_timeout(timeout: datetime.timedelta, group: Any = None) -> None:  # noqa: A002
+    """Let the group's waits last ``timeout`` (the gloo engine's connections, shared by the
+    groups of a process; MPI's waits have no limit)."""
+    pg = resolve(group)
+    transport = getattr(pg.comm, "t", None)
+    if transport is not None:
+        transport.timeout_s = timeout.total_seconds()
 
 
 def get_process_group_ranks(group: Any) -> list[int]:  # noqa: A002

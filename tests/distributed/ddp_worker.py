@@ -80,7 +80,7 @@ def main(device: str) -> None:
         same_on_every_rank(flat_params(ddp.module), "parameters")
         np.testing.assert_allclose(flat_params(ddp.module), flat_params(single), atol=1e-6,
                                    err_msg=f"DDP {kw} vs single process")
-        assert len(ddp._buckets) > (1 if kw else 0)
+        assert len(ddp.reducer._buckets) > (1 if kw else 0)
     # no_sync: two micro-batches, the first without communication
     gt.manual_seed(0)
     ddp = DDP(build_model().to(device))

@@ -131,3 +131,16 @@ def test_nccl_refusals(group) -> None:
 
 def test_nccl_is_unavailable_on_the_emulator() -> None:
     assert not _nccl.available() and not dist.is_nccl_available()
+
+
+def test_futures_and_coalesced_calls_queue_on_the_stream(group) -> None:
+    pg, log = group
+    dev = _device()
+    x, y = gt.full((3,), 2.0, device=dev), gt.full((2, 2), 5.0, device=dev)
+    with gt.cuda.device(x.device):
+        fut = dist.all_reduce(x, group=pg, async_op=True).get_future()
+        assert fut.done() and fut.wait() == [x]
+        calls = len(log)
+        fut = dist.all_reduce_coalesced([x, y], group=pg, async_op=True)
+        assert len(log) == calls + 1 and log[-1][0] == "allReduce" and log[-1][3] == 7
+        assert [t.tolist() for t in fut.wait()] == [[2.0] * 3, [[5.0] * 2] * 2]
