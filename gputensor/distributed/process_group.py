@@ -277,6 +277,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise ValueError(f"init_process_group(world_size={world_size}, rank={rank}) does not "
                          f"match the MPI job (world size {size}, this process rank {me})")
     pg = ProcessGroup(world.Dup(), list(range(size)), name, use_nccl)
+    pg._timeout = timeout or default_pg_timeout  # MPI has no limit of its own: DDP's waits use it
     GroupMember.WORLD = group.WORLD = pg
     _groups.append(pg)
     if size > 1:
@@ -355,8 +356,10 @@ def get_backend_config(group: Any = None) -> str:  # noqa: A002
 
 def _set_pg_timeout(timeout: datetime.timedelta, group: Any = None) -> None:  # noqa: A002
     """Let the group's waits last ``timeout`` (the gloo engine's connections, shared by the
-    groups of a process; MPI's waits have no limit)."""
+    groups of a process; MPI's own waits have no limit, DDP's honour the group's
+    ``_timeout``)."""
     pg = resolve(group)
+    pg._timeout = timeout
     transport = getattr(pg.comm, "t", None)
     if transport is not None:
         transport.timeout_s = timeout.total_seconds()

@@ -13,6 +13,12 @@ engine waits for them at the end of backward and writes the results into ``.grad
 ``.grad`` a view of the bucket with ``gradient_as_bucket_view``). With unused-parameter
 detection the parameters the forward did not reach are marked ready at once, and a
 used-anywhere mask is all-reduced so that parameters no rank used keep ``grad`` None.
+
+Under DDP's ``join()`` the sums are divided by the world size or by the number of ranks still
+training (the forward's join all-reduce counts them), and a rank that has joined shadows each
+iteration's bucket all-reduces with zeros (``_match_all_reduce_for_bwd_pass``). Every wait is
+bounded by the group's timeout (``wait_for``): a rank whose peers stopped running backward
+fails with an error naming the likely cause instead of hanging (MPI's own waits never end).
 """
 
 from __future__ import annotations
@@ -25,12 +31,53 @@ from typing import Any
 from gputensor.autograd import engine as _engine
 from gputensor.autograd.grad_mode import no_grad
 
-from .collectives import all_reduce
+from .collectives import Work, _StreamWork, all_reduce
 from .debug import DebugLevel, get_debug_level, log
+from .errors import DistBackendError, DistError
 from .options import BuiltinCommHookType
 
 _FIRST_BUCKET_BYTES = 1024 * 1024
 _DEFAULT_BUCKET_BYTES = 25 * 1024 * 1024
+
+
+_UNEVEN_HINT = ("a peer is not running the same collectives; if the ranks have different "
+                "numbers of inputs, train inside `with model.join():` "
+                "(DistributedDataParallel.join)")
+
+
+def _timeout_s(pg: Any) -> float:
+    """The group's timeout: the gloo engine's own, else the one ``init_process_group`` (or
+    ``_set_pg_timeout``) gave it."""
+    transport = getattr(pg.comm, "t", None)
+    if transport is not None:
+        return float(transport.timeout_s)
+    from .process_group import default_pg_timeout
+    return getattr(pg, "_timeout", default_pg_timeout).total_seconds()
+
+
+def wait_for(work: Any, pg: Any, what: str) -> Any:
+    """``work.wait()`` (a ``Work`` or a Future), bounded by the group's timeout: MPI's requests
+    are polled (its waits have no limit; the gloo engine enforces its own; an NCCL work only
+    orders the stream), and a failure says what DDP was waiting for."""
+    from . import process_group as P
+    limit = _timeout_s(pg)
+    try:
+        polls = pg.engine.__name__.endswith("_mpi") and not isinstance(work, _StreamWork)
+        if polls and not _done(work):
+            deadline, pause = time.monotonic() + limit, 2e-5
+            while not _done(work):
+                if time.monotonic() > deadline:
+                    raise DistBackendError(f"rank {P.get_rank()} timed out after {limit:g} s")
+                time.sleep(pause)
+                pause = min(pause * 2, 1e-3)
+        return work.wait()
+    except DistError as e:
+        raise type(e)(f"DistributedDataParallel: waiting for {what}: {e} ({_UNEVEN_HINT})"
+                      ) from e
+
+
+def _done(work: Any) -> bool:
+    return work.is_completed() if isinstance(work, Work) else work.done()
 
 
 def _compute_bucket_assignment_by_size(params: Sequence[Any], bucket_size_limits: Sequence[int],
@@ -162,6 +209,10 @@ class Reducer:
         self._logger: Logger | None = None
         self._started_ns = 0
         self._backward_ns = [0] * len(self._params)
+        # The join context's all-reduce of this iteration (the number of ranks training), and
+        # whether the world size divides anyway (DDP.join's divide_by_initial_world_size).
+        self._forward_work: Work | None = None
+        self._static_world_size = True
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                          for p in self._params]
 
@@ -245,6 +296,18 @@ class Reducer:
             self._launch(self._buckets[self._next])
             self._next += 1
 
+    def _set_forward_pass_work_handle(self, work: Work | None,
+                                      use_static_world_size: bool) -> None:
+        self._forward_work, self._static_world_size = work, use_static_world_size
+
+    def _div_factor(self) -> int:
+        """What the summed gradients are divided by: the group size, or under join with
+        ``divide_by_initial_world_size=False`` the number of ranks still training."""
+        if self._forward_work is None or self._static_world_size:
+            return self.process_group.size()
+        wait_for(self._forward_work, self.process_group, "the join context's all-reduce")
+        return int(self._forward_work.result()[0].item())
+
     def _launch(self, bucket: _Bucket) -> None:
         if self._hook is None:
             bucket.work = all_reduce(bucket.flat, group=self.process_group, async_op=True)
@@ -252,13 +315,14 @@ class Reducer:
         hook, state = self._hook
         bucket.work = hook(state, GradBucket(bucket, bucket.index == len(self._buckets) - 1))
 
-    def _result(self, bucket: _Bucket) -> Any:
+    def _result(self, bucket: _Bucket, div_factor: int) -> Any:
         """The bucket's reduced gradients, flat: the hook's future value, or the all-reduce's
-        sum divided by the group size."""
+        sum divided by ``div_factor``."""
+        what = f"the gradient all-reduce of bucket {bucket.index}"
         if self._hook is None:
-            bucket.work.wait()
-            return bucket.flat.div_(self.process_group.size())
-        value = bucket.work.wait()
+            wait_for(bucket.work, self.process_group, what)
+            return bucket.flat.div_(div_factor)
+        value = wait_for(bucket.work, self.process_group, what)
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]
         if not hasattr(value, "numel") or value.numel() != bucket.flat.numel():
@@ -278,12 +342,14 @@ class Reducer:
         if self.find_unused_parameters:
             mask = gt.tensor([1 if id(p) in self._used else 0 for p in self._params],
                              dtype=gt.int32, device=self._params[0].device)
-            all_reduce(mask, group=self.process_group)
+            wait_for(all_reduce(mask, group=self.process_group, async_op=True),
+                     self.process_group, "the all-reduce of the used-parameter mask")
             used_anywhere = {id(p) for p, m in zip(self._params, mask.tolist(), strict=True)
                              if m}
+        div_factor = self._div_factor() if self._hook is None else 1
         with no_grad():
             for b in self._buckets:
-                self._result(b)
+                self._result(b, div_factor)
                 for i, p in enumerate(b.params):
                     if used_anywhere is not None and id(p) not in used_anywhere:
                         continue
@@ -296,6 +362,29 @@ class Reducer:
         self._armed, self._finalized = False, True
         if self._logger is not None:
             self._logger._iteration_done()
+
+    # -- a joined rank's side of an iteration (DDP's join hook) ----------------------------------
+    def _match_all_reduce_for_bwd_pass(self) -> None:
+        """The bucket reductions of one backward, in bucket order, each of a bucket of zeros
+        (what this rank contributes once it has no inputs left)."""
+        works = []
+        for b in self._buckets:
+            zeros = _Bucket(b.index, b.params)
+            if self._hook is None:
+                works.append(all_reduce(zeros.flat, group=self.process_group, async_op=True))
+            else:
+                hook, state = self._hook
+                works.append(hook(state, GradBucket(zeros, b.index == len(self._buckets) - 1)))
+        for b, work in zip(self._buckets, works, strict=True):
+            wait_for(work, self.process_group,
+                     f"the join-shadowed gradient all-reduce of bucket {b.index}")
+
+    def _match_unused_params_allreduce(self) -> None:
+        """The used-parameter mask of one backward: nothing used here."""
+        import gputensor as gt
+        mask = gt.zeros(len(self._params), dtype=gt.int32, device=self._params[0].device)
+        wait_for(all_reduce(mask, group=self.process_group, async_op=True), self.process_group,
+                 "the join-shadowed all-reduce of the used-parameter mask")
 
 
 def _reached_leaves(out: Any) -> set[int]:
