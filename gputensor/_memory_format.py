@@ -10,6 +10,7 @@ through strides, so a format is only a choice of strides.
 from __future__ import annotations
 
 from gputensor._tensor import contiguous_strides
+from gputensor.kernels.layout import dense_strides, iteration_order
 
 
 class memory_format:
@@ -88,29 +89,6 @@ def preserved_strides(shape: tuple[int, ...], strides: tuple[int, ...],
     rule: a dense input's strides are kept as they are, a sliced one's order is kept)."""
     if fmt is not preserve_format:
         return format_strides(shape, fmt)
-    # PyTorch's infer_dense_strides: an insertion sort of the dims, innermost first, that
-    # leaves dims with a zero stride (broadcast) where they are.
-    def should_swap(a: int, b: int) -> int:
-        sa, sb = strides[a], strides[b]
-        if sa == 0 or sb == 0:
-            return 0
-        if sa != sb:
-            return 1 if sa > sb else -1
-        return 1 if shape[a] > shape[b] else 0
-
-    perm = list(range(len(shape) - 1, -1, -1))
-    for i in range(1, len(perm)):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    out = [0] * len(shape)
-    step = 1
-    for d in perm:
-        out[d] = step
-        step *= max(shape[d], 1)
-    return tuple(out)
+    # PyTorch's infer_dense_strides: TensorIterator's dim order for this one operand (dims
+    # with a zero stride, broadcast, stay where they are).
+    return dense_strides(shape, iteration_order(shape, (strides,)))

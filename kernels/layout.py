@@ -56,3 +56,65 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
                 f"non-singleton dimension {i} (broadcasting shapes "
                 + " and ".join(str(list(x)) for x in shapes) + ")")
     return tuple(out)
+
+
+def iteration_order(shape: Sequence[int], operand_strides: Sequence[Sequence[int]]
+                    ) -> list[int]:
+    """PyTorch's TensorIterator dim order (reorder_dimensions), innermost first: an insertion
+    sort of the dims that asks the operands in turn, skipping one where either dim is broadcast
+    (stride 0); a smaller stride goes inner, and on equal strides the smaller dim. A new
+    elementwise output is laid out densely in this order, so it keeps its inputs' layout."""
+    def should_swap(d0: int, d1: int) -> int:
+        for st in operand_strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return -1 if s0 < s1 else 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(len(shape) - 1, -1, -1))
+    for i in range(1, len(perm)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def dense_strides(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """Strides laying ``shape`` out densely with ``order``'s dims innermost first."""
+    out = [0] * len(shape)
+    step = 1
+    for d in order:
+        out[d] = step
+        step *= max(shape[d], 1)
+    return tuple(out)
+
+
+_DENSE: dict[tuple, bool] = {}
+
+
+def is_dense(shape: tuple[int, ...], stride: tuple[int, ...]) -> bool:
+    """Whether (shape, stride) covers a block of memory exactly once with positive strides (a
+    permutation of row-major, size-1 dims aside): PyTorch's non-overlapping and dense."""
+    key = (shape, stride)
+    dense = _DENSE.get(key)
+    if dense is None:
+        step, dense = 1, True
+        for n, st in sorted((p for p in zip(shape, stride, strict=True) if p[0] != 1),
+                            key=lambda p: p[1]):
+            if st != step:
+                dense = False
+                break
+            step *= n
+        if len(_DENSE) > 4096:
+            _DENSE.clear()
+        _DENSE[key] = dense
+    return dense

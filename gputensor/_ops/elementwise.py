@@ -16,7 +16,7 @@ from gputensor import _dtype as D
 from gputensor import _limited
 from gputensor._device import CPU
 from gputensor._op_hook import OP_HOOK
-from gputensor._tensor import Tensor
+from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.autograd.derivatives import Derivative, NoDerivative
 from gputensor.autograd.formulas import cj, masked
 from gputensor.autograd.forward_ad import _state as _fw_state
@@ -24,6 +24,8 @@ from gputensor.autograd.grad_mode import is_grad_enabled
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 from gputensor.autograd.jvp import AUTO_ELEMENT_WISE, elementwise_jvp
 from gputensor.func._state import VMAP
+from gputensor.kernels.allocation import empty_with_strides
+from gputensor.kernels.layout import broadcast_strides, dense_strides, is_dense, iteration_order
 from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cache, memory_cost
 
 from . import _core
@@ -161,6 +163,26 @@ def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, 
     return inputs, dt, dev, broadcast_shapes(*(x._shape for x in inputs if isinstance(x, Tensor)))
 
 
+def _output_strides(shape: tuple[int, ...], inputs: list) -> tuple[int, ...] | None:
+    """The strides of a new output, as PyTorch's TensorIterator lays it out: None (row-major)
+    unless the tensor operands order the dims otherwise (``x.t() * 2`` keeps x.t()'s layout)."""
+    if len(shape) < 2:
+        return None
+    contiguous = contiguous_strides(shape)
+    operand_strides = []
+    for x in inputs:
+        if isinstance(x, Tensor) and x._shape:
+            st = x._stride if x._shape == shape else \
+                broadcast_strides(shape, x._shape, x._stride)
+            if st == contiguous and not operand_strides:
+                return None   # the first operand orders every pair of dims, row-major
+            operand_strides.append(st)
+    if not operand_strides:
+        return None
+    strides = dense_strides(shape, iteration_order(shape, operand_strides))
+    return None if strides == contiguous else strides
+
+
 def _result(op: OpDef, shape: tuple[int, ...], out_dt: D.dtype, dev: Any, out: Any,
             inplace: Tensor | None) -> Tensor:
     """The tensor the kernel writes: the in-place target or ``out=``, checked against the
@@ -240,8 +262,12 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             check(op, compute, inputs)
         if resolve_params is not None:
             params = resolve_params(params, compute)
-        result = empty(shape, out_dt, dev) if out is None and inplace is None else \
-            _result(op, shape, out_dt, dev, out, inplace)
+        if out is None and inplace is None:
+            strides = _output_strides(shape, inputs)
+            result = empty(shape, out_dt, dev) if strides is None else \
+                empty_with_strides(shape, strides, out_dt, dev)
+        else:
+            result = _result(op, shape, out_dt, dev, out, inplace)
         # An out= of another dtype takes the result rounded (or wrapped) to the result dtype
         # first, as in PyTorch: compute into a temporary, then cast it over.
         target = result if result._dtype is out_dt else empty(shape, out_dt, dev)
@@ -272,12 +298,20 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             # Fast path: tensors (or Parameters) of one dtype, shape and device, and Python
             # numbers that don't change the dtype.
             dt, shape, dev = t0._dtype, t0._shape, t0._storage.device
-            if _same_kind(args, dt, shape, dev):
+            if _same_kind(args, dt, shape, dev) and (
+                    len(shape) < 2 or (st := t0._stride) is _STRIDES_CACHE.get(shape)
+                    or st == contiguous_strides(shape)
+                    or (is_dense(shape, st) and _same_strides(args, st))):
                 rule = fast_rules.get(dt)
                 if rule is not None:
                     if checks_alpha and params is not default_params:
                         _check_alpha(params[0], dt)
-                    result = empty_cpu(shape, rule[1]) if dev is CPU else empty(shape, rule[1], dev)
+                    if len(shape) > 1 and t0._stride != contiguous_strides(shape):
+                        # PyTorch's fast set-up: operands of one dense layout keep it
+                        result = empty_with_strides(shape, t0._stride, rule[1], dev)
+                    else:
+                        result = empty_cpu(shape, rule[1]) if dev is CPU else \
+                            empty(shape, rule[1], dev)
                     (cached_kernel(dev.type) or load_kernel(dev.type))(result, args, params,
                                                                        rule[0])
                     if is_grad_enabled():
@@ -346,6 +380,14 @@ def _check_alpha(alpha: Any, dtype: D.dtype) -> None:
     if isinstance(alpha, complex | np.complexfloating) and not dtype.is_complex:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
                            "number.")
+
+
+def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
+    """Whether every tensor operand has these strides (numbers pass)."""
+    for x in args:
+        if isinstance(x, Tensor) and x._stride != stride:
+            return False
+    return True
 
 
 def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:

@@ -63,6 +63,10 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
     index [0] for True, [] for False, broadcast with the other advanced indices), so several
     bools give one dim and x[True] is a copy, as in PyTorch."""
     items = _normalize(index)
+    if len(items) <= len(self._shape):
+        basic = _basic_view(self, items)
+        if basic is not None:
+            return basic, [None] * basic.dim()
     n_ellipsis = sum(1 for it in items if it is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -137,6 +141,43 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
         dim += 1
     base = self._view(tuple(shape), tuple(stride), offset)
     return base, adv
+
+
+_PLAIN = (int, type(None))
+
+
+def _basic_view(self: Tensor, items: tuple) -> Tensor | None:
+    """The view of an index made only of Python ints and slices of ints (the common case,
+    ``x[:, 1:5]``, ``x[0, :3]``), without ``_resolve``'s general item handling; None for any
+    other index."""
+    shape, stride = [], []
+    offset = self._offset
+    for dim, it in enumerate(items):
+        tp = type(it)
+        size = self._shape[dim]
+        if tp is slice:
+            step = it.step
+            if type(it.start) not in _PLAIN or type(it.stop) not in _PLAIN or \
+                    type(step) not in _PLAIN:
+                return None
+            if step is not None and step <= 0:
+                raise ValueError("step must be greater than zero")
+            start, stop, step = it.indices(size)
+            length = max(0, (stop - start + step - 1) // step)
+            if length:
+                offset += start * self._stride[dim]
+            shape.append(length)
+            stride.append(self._stride[dim] * step)
+        elif tp is int:
+            if not -size <= it < size:
+                raise IndexError(f"index {it} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            offset += (it % size) * self._stride[dim]
+        else:
+            return None
+    rest = len(items)
+    return self._view(tuple(shape) + self._shape[rest:], tuple(stride) + self._stride[rest:],
+                      offset)
 
 
 def _bool_index(flag: bool, device: Any) -> Tensor:

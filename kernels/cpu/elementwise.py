@@ -9,6 +9,7 @@ compute dtype, or the dtype is one Numba cannot compute in (float16/bfloat16 com
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -16,8 +17,9 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
-from gputensor.kernels.layout import broadcast_strides, merge_dims
+from gputensor.kernels.layout import broadcast_strides, is_dense, merge_dims
 from gputensor.kernels.registry import CPU, OpDef
+from gputensor.storage.allocator import host_bytes
 
 from .codegen import load_module, vocabulary_hash
 
@@ -72,6 +74,13 @@ def _scalar(value: Any, cdt: np.dtype) -> Any:
         return np.array(value).astype(cdt)[()]
 
 
+def memory_flat(t: Tensor) -> np.ndarray:
+    """A dense CPU tensor's elements as one 1-D array in memory order (no copy)."""
+    isz = t._dtype.itemsize
+    return np.ndarray((math.prod(t._shape),), t._dtype.np_dtype,
+                      host_bytes(t._storage._buf), t._offset * isz)
+
+
 def _broadcast_strides(a: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:
     """Byte strides of ``a`` broadcast to ``shape`` (0 where it repeats)."""
     return broadcast_strides(shape, a.shape, a.strides)
@@ -114,11 +123,13 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                                                                      for p in params)
                 memo[0] = (params, compute, converted)
                 params = converted
-        # Fast path: inputs with the output's shape and (contiguous) strides, in its dtype. The
-        # identity checks work because contiguous strides come from one cache.
+        # Fast path: inputs with the output's shape and strides, in its dtype, the strides
+        # contiguous (identity checks: contiguous strides come from one cache) or a dense
+        # permutation (an output that keeps its inputs' layout): one flat loop over memory.
         shape, stride = out._shape, out._stride
+        contiguous = _STRIDES_CACHE.get(shape) is stride
         if out._dtype is compute and compute not in _NUMBA_COMPUTE and \
-                _STRIDES_CACHE.get(shape) is stride:
+                (contiguous or is_dense(shape, stride)):
             arrays = []
             scalars = False
             for x in inputs:
@@ -130,12 +141,17 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 if not isinstance(x, Tensor) or x._dtype is not compute or x._shape != shape or \
                         (x._stride is not stride and x._stride != stride):
                     break
-                a = x._np if x._np_buf is x._storage._buf else x._host
-                arrays.append(a if a.ndim == 1 else a.reshape(-1))
+                if contiguous:
+                    a = x._np if x._np_buf is x._storage._buf else x._host
+                    arrays.append(a if a.ndim == 1 else a.reshape(-1))
+                else:
+                    arrays.append(memory_flat(x))
             else:
                 n = o.size
                 if not n:
                     return  # nothing to compute, so nothing to compile
+                if not contiguous:
+                    o = memory_flat(out)
                 if ufunc is not None and compute in _UFUNC_DTYPES and \
                         (not params or params[0] == 1) and n < PARALLEL_THRESHOLD:
                     ufunc(*arrays, out=o if o.ndim == 1 else o.reshape(-1))
@@ -186,8 +202,15 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             # Broadcast by zero strides on the original (writeable) arrays: read-only
             # broadcast_to views would make Numba compile a second signature per kernel.
             arrays = [a for a, p in zip(operands, pattern, strict=True) if p]
-            strides = [_broadcast_strides(a, shape) for a in arrays]
-            mshape, mstrides = merge_dims(shape, [target.strides] + strides)
+            all_strides = [target.strides] + [_broadcast_strides(a, shape) for a in arrays]
+            ts = target.strides
+            if any(ts[d] < ts[d + 1] for d in range(len(ts) - 1)):
+                # A permuted output (it keeps its inputs' layout): loop in its memory order,
+                # so dims that are dense in every operand merge into one.
+                order = sorted(range(len(ts)), key=ts.__getitem__, reverse=True)
+                shape = tuple(shape[d] for d in order)
+                all_strides = [tuple(st[d] for d in order) for st in all_strides]
+            mshape, mstrides = merge_dims(shape, all_strides)
             views = [np.lib.stride_tricks.as_strided(a, mshape, st)
                      for a, st in zip([target] + arrays, mstrides, strict=True)]
             it = iter(views[1:])
