@@ -3,17 +3,29 @@
 The frontends in gputensor/_ops/conv.py validate arguments, resolve padding and allocate every
 output; these kernels only fill them, under the names and contracts listed there.
 
-Convolutions are im2col + BLAS: a gather through a cached "tap table" builds the column matrix,
-and np.matmul does the products. The forward pass and the input gradient use per-sample columns
-(N, groups, C/groups*kh*kw, Ho*Wo), so the batched product lands straight in NCHW and the input
-gradient's columns fold back plane by plane; the weight gradient gathers the batch-wide layout
-(groups, C/groups*kh*kw, N*Ho*Wo) instead, so each group is ONE product contracting over the
-whole batch. Pools run one Numba task per (n, c) plane.
+Convolutions are im2col + BLAS, a batch chunk at a time (COLUMNS_PER_CHUNK) so the columns are
+still in cache when the GEMM reads them:
+
+- forward: per-sample columns (nb, C*kh*kw, Ho*Wo); the (C_out, K) x (K, L) product of each
+  sample lands straight in NCHW, no transposes.
+- input gradient: the per-sample columns (K, C_out) x (C_out, L) straight from grad_output's
+  planes, folded back by a Numba loop.
+- weight gradient: batch-wide columns (C*kh*kw, nb*Ho*Wo), so each group is ONE product
+  contracting over the whole chunk (grad_output is transposed to (C_out, nb*L) for it).
+
+1x1 convolutions with unit stride and no padding read the input as it is (no columns). There
+is no Numba parallel region between the BLAS calls: OpenBLAS workers keep spinning for a
+while after each product, and a parallel column loop started then fought them for the cores
+(a 16x64x32x32 3x3 conv took ~400 ms instead of ~30 ms on a busy two-core machine). Work
+arrays are kept per thread between calls (page faults on fresh multi-megabyte arrays cost as
+much as filling them). Pools run one Numba task per (n, c) plane.
 """
 
 from __future__ import annotations
 
 import functools
+import math
+import threading
 from typing import Any
 
 import numpy as np
@@ -23,12 +35,13 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CPU
 
-# Parallel (prange) variants run above these sizes only. The column gathers sit between BLAS
-# calls, whose OpenBLAS workers keep spinning for a while after each product: a Numba parallel
-# region started then competes with them for the cores and can stall for a scheduler time
-# slice, so it only pays on work far larger than that.
-COLUMNS_PARALLEL_THRESHOLD = 1 << 21   # column-matrix elements
+# Column-matrix elements per batch chunk: large enough that each GEMM keeps both cores busy,
+# small enough that the columns are still in cache when the GEMM reads them.
+COLUMNS_PER_CHUNK = 1 << 20
 POOL_PARALLEL_THRESHOLD = 1 << 18      # pooled (or gradient) elements
+
+# Output rows shorter than this are gathered through a table of positions, not per-tap copies.
+SHORT_ROWS = 16
 
 # NumPy/BLAS cannot compute in these: kernels run in float32 and the result is cast back.
 _UPCAST = {D.float16.np_dtype: np.dtype(np.float32), D.bfloat16.np_dtype: np.dtype(np.float32)}
@@ -39,97 +52,83 @@ def _compute(arr: np.ndarray) -> np.ndarray:
     return arr.astype(up) if up is not None else arr
 
 
-# -- im2col / col2im through a tap table -----------------------------------------------------
-# The table lists, for every (kernel tap, output position), the flat position in one (H, W)
-# input plane that the tap reads, or -1 where it falls in the padding. Gathering through it is
-# one long, branch-light loop per (n, c) plane whatever the stride, padding or dilation: short
-# nested loops over tiny output rows (4x4 feature maps) cost more in loop setup than the copy.
+def _contiguous(arr: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(_compute(arr))
+
+
+# -- im2col / col2im -------------------------------------------------------------------------
+# A chunk of the input is copied once into a zero-bordered buffer that holds every tap's reach;
+# tap (i, j) of all samples and channels is then ONE strided view of that buffer, and the
+# columns are kh*kw NumPy copies of such views: ~3x faster than a per-element gather loop on
+# 32-wide rows. Rows shorter than SHORT_ROWS go through a gather table instead, and the
+# adjoint (fold) is a Numba loop, which beat kh*kw NumPy in-place adds at every size measured.
+_WORK = threading.local()
+WORKSPACE_KEEP = 1 << 24   # bytes: larger work arrays are not kept between calls
+
+
+def _workspace(name: str, size: int, dtype: np.dtype) -> np.ndarray:
+    """A flat work array of at least ``size`` elements, kept per thread between calls: a
+    fresh multi-megabyte array pays its page faults on every call, which cost as much as the
+    copies that fill it."""
+    cache = getattr(_WORK, "arrays", None)
+    if cache is None:
+        cache = _WORK.arrays = {}
+    key = (name, dtype)
+    buf = cache.get(key)
+    if buf is None or buf.size < size:
+        buf = np.empty(size, dtype)
+        if buf.nbytes <= WORKSPACE_KEEP:
+            cache[key] = buf
+    return buf
+
+
 @functools.lru_cache(maxsize=256)
-def _tap_table(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int, dh: int,
-               dw: int, ho: int, wo: int) -> np.ndarray:
-    ih = (np.arange(ho) * sh - ph)[None, :] + (np.arange(kh) * dh)[:, None]     # (kh, ho)
-    iw = (np.arange(wo) * sw - pw)[None, :] + (np.arange(kw) * dw)[:, None]     # (kw, wo)
-    inside = (((ih >= 0) & (ih < h))[:, None, :, None]
-              & ((iw >= 0) & (iw < w))[None, :, None, :])                      # (kh, kw, ho, wo)
-    flat = ih[:, None, :, None] * w + iw[None, :, None, :]
-    table = np.where(inside, flat, -1).astype(np.int64).reshape(-1)
+def _tap_table(wp: int, kh: int, kw: int, sh: int, sw: int, dh: int, dw: int, ho: int,
+               wo: int) -> np.ndarray:
+    """Flat positions in one bordered (Hp, Wp) plane read by tap (i, j) at output (oh, ow),
+    in the columns' (i, j, oh, ow) order."""
+    rows = (np.arange(kh) * dh)[:, None] + (np.arange(ho) * sh)[None, :]       # (kh, ho)
+    cols = (np.arange(kw) * dw)[:, None] + (np.arange(wo) * sw)[None, :]       # (kw, wo)
+    table = (rows[:, None, :, None] * wp + cols[None, :, None, :]).reshape(-1)
     table.flags.writeable = False   # shared by every call with this geometry
     return table
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def _gather_plane(xf, table, cols, t, zero):  # noqa: ANN001, ANN202
-    # xf: (N, C*H*W); cols: (N, C, taps*L), contiguous; task t is the input plane (n, c).
-    c_in = cols.shape[1]
-    n, c = t // c_in, t % c_in
-    base = c * (xf.shape[1] // c_in)
-    for q in range(table.shape[0]):
-        k = table[q]
-        cols[n, c, q] = xf[n, base + k] if k >= 0 else zero
+def _gather_taps(xp, table, cols):  # noqa: ANN001, ANN202
+    # cols[n, c, t, l] = xp[n, c, table[t*L + l]] (cols of any strides, so either layout):
+    # one short loop per plane. On planes a few pixels wide, NumPy's per-tap copies spend
+    # more on their 4-element rows than on the data.
+    length = cols.shape[3]
+    for n in range(cols.shape[0]):
+        for c in range(cols.shape[1]):
+            for t in range(cols.shape[2]):
+                for q in range(length):
+                    cols[n, c, t, q] = xp[n, c, table[t * length + q]]
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
-def _gather_rows_plane(xf, table, cols, t, zero):  # noqa: ANN001, ANN202
-    # The same gather into an (N, C, taps, L) view of the by-group layout (C, taps, N, L).
-    c_in, taps, length = cols.shape[1], cols.shape[2], cols.shape[3]
-    n, c = t // c_in, t % c_in
-    base = c * (xf.shape[1] // c_in)
-    for r in range(taps):
-        for q in range(length):
-            k = table[r * length + q]
-            cols[n, c, r, q] = xf[n, base + k] if k >= 0 else zero
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _gather_serial(xf, table, cols, zero):  # noqa: ANN001, ANN202
-    for t in range(cols.shape[0] * cols.shape[1]):
-        _gather_plane(xf, table, cols, t, zero)
-
-
-@njit(cache=True, parallel=True, error_model="numpy", boundscheck=False)
-def _gather_parallel(xf, table, cols, zero):  # noqa: ANN001, ANN202
-    for t in prange(cols.shape[0] * cols.shape[1]):
-        _gather_plane(xf, table, cols, t, zero)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _gather_rows_serial(xf, table, cols, zero):  # noqa: ANN001, ANN202
-    for t in range(cols.shape[0] * cols.shape[1]):
-        _gather_rows_plane(xf, table, cols, t, zero)
-
-
-@njit(cache=True, parallel=True, error_model="numpy", boundscheck=False)
-def _gather_rows_parallel(xf, table, cols, zero):  # noqa: ANN001, ANN202
-    for t in prange(cols.shape[0] * cols.shape[1]):
-        _gather_rows_plane(xf, table, cols, t, zero)
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _scatter_cols_plane(cols, table, gx, t):  # noqa: ANN001, ANN202
-    # The adjoint of _gather_plane: sum every tap back into the zeroed plane (n, c) of gx.
-    c_in = cols.shape[1]
-    n, c = t // c_in, t % c_in
-    base = c * (gx.shape[1] // c_in)
-    for q in range(table.shape[0]):
-        k = table[q]
-        if k >= 0:
-            gx[n, base + k] += cols[n, c, q]
-
-
-@njit(cache=True, error_model="numpy", boundscheck=False)
-def _scatter_cols_serial(cols, table, gx):  # noqa: ANN001, ANN202
-    for t in range(cols.shape[0] * cols.shape[1]):
-        _scatter_cols_plane(cols, table, gx, t)
-
-
-@njit(cache=True, parallel=True, error_model="numpy", boundscheck=False)
-def _scatter_cols_parallel(cols, table, gx):  # noqa: ANN001, ANN202
-    for t in prange(cols.shape[0] * cols.shape[1]):
-        _scatter_cols_plane(cols, table, gx, t)
+def _fold_taps(cols, gp, sh, sw, dh, dw):  # noqa: ANN001, ANN202
+    # The adjoint of the tap copies: cols (nb, C, kh, kw, Ho, Wo) summed into the bordered
+    # gp (nb, C, Hp, Wp). A loop, where the copies are NumPy's: kh*kw separate in-place adds
+    # cost 2-3x more on short output rows (4x4 planes) and strided windows.
+    nb, c_in, kh, kw, ho, wo = cols.shape
+    for n in range(nb):
+        for c in range(c_in):
+            for i in range(kh):
+                for j in range(kw):
+                    for oh in range(ho):
+                        r, b = i * dh + oh * sh, j * dw
+                        if sw == 1:
+                            for ow in range(wo):
+                                gp[n, c, r, b + ow] += cols[n, c, i, j, oh, ow]
+                        else:
+                            for ow in range(wo):
+                                gp[n, c, r, b + ow * sw] += cols[n, c, i, j, oh, ow]
 
 
 class _Geometry:
-    """One convolution's sizes, as the kernels see them."""
+    """One convolution's sizes and column plan, as the kernels see them."""
 
     def __init__(self, x_shape: tuple[int, ...], w_shape: tuple[int, ...], out_hw: Any,
                  stride: Any, padding: Any, dilation: Any, groups: int) -> None:
@@ -137,53 +136,103 @@ class _Geometry:
         self.c_out, self.cg, self.kh, self.kw = w_shape
         self.ho, self.wo = out_hw
         self.groups = groups
-        self.taps = self.kh * self.kw
-        self.k_group = self.cg * self.taps              # GEMM contraction per group
+        self.cog = self.c_out // groups
+        self.rows = self.c * self.kh * self.kw          # column-matrix rows
+        self.k_group = self.cg * self.kh * self.kw      # GEMM contraction per group
         self.length = self.ho * self.wo
+        self.stride, self.padding, self.dilation = tuple(stride), tuple(padding), tuple(dilation)
+        (sh, sw), (ph, pw), (dh, dw) = self.stride, self.padding, self.dilation
+        # The buffer spans what the taps read: rows [-ph, (ho-1)*sh + (kh-1)*dh - ph].
+        self.hp = (self.ho - 1) * sh + (self.kh - 1) * dh + 1
+        self.wp = (self.wo - 1) * sw + (self.kw - 1) * dw + 1
+        self.hin = max(0, min(self.h, self.hp - ph))    # input rows / columns the taps reach
+        self.win = max(0, min(self.w, self.wp - pw))
+        self.bordered = ph > 0 or pw > 0 or self.hp > self.h or self.wp > self.w
         # 1x1 kernels with unit stride and no padding read the input as it is: no columns.
-        self.identity = (self.taps == 1 and tuple(stride) == (1, 1)
-                         and tuple(padding) == (0, 0) and (self.ho, self.wo) == (self.h, self.w))
-        self.table = None if self.identity else _tap_table(
-            self.h, self.w, self.kh, self.kw, stride[0], stride[1], padding[0], padding[1],
-            dilation[0], dilation[1], self.ho, self.wo)
+        self.identity = (self.kh * self.kw == 1 and self.stride == (1, 1) and not self.bordered
+                         and (self.ho, self.wo) == (self.h, self.w))
+        # Products of the input itself need no columns, so no chunks either.
+        per_chunk = COLUMNS_PER_CHUNK // max(self.rows * self.length, 1)
+        self.chunk = self.n if self.identity else max(1, min(self.n, per_chunk))
+        self._zeroed: set[str] = set()
 
-    def columns(self, x: np.ndarray) -> np.ndarray:
-        """The (N, groups, C/groups*kh*kw, Ho*Wo) column matrix of a contiguous input: one
-        GEMM operand per (sample, group)."""
-        g = self.groups
-        if self.identity:
-            return x.reshape(self.n, g, self.k_group, self.length)
-        cols = np.empty((self.n, self.c, self.taps * self.length), x.dtype)
-        fn = _gather_parallel if cols.size >= COLUMNS_PARALLEL_THRESHOLD else _gather_serial
-        fn(x.reshape(self.n, -1), self.table, cols, x.dtype.type(0))
-        return cols.reshape(self.n, g, self.k_group, self.length)
+    def chunks(self) -> range:
+        return range(0, self.n, self.chunk)
 
-    def columns_by_group(self, x: np.ndarray) -> np.ndarray:
-        """The (groups, C/groups*kh*kw, N*Ho*Wo) column matrix: the whole batch in one GEMM
-        operand per group (the weight gradient contracts over N*Ho*Wo)."""
-        cols = np.empty((self.c, self.taps, self.n, self.length), x.dtype)
-        if self.identity:
-            cols[:, 0] = x.reshape(self.n, self.c, self.length).transpose(1, 0, 2)
+    def scratch(self, name: str, shape: tuple[int, ...], dtype: np.dtype,
+                zero: bool = False) -> np.ndarray:
+        """A work array of ``shape``: zeroed when ``zero`` (once per call: later chunks get
+        the same memory), else uninitialised."""
+        size = math.prod(shape)
+        buf = _workspace(name, size, np.dtype(dtype))
+        if zero and name not in self._zeroed:
+            buf[:size] = 0
+            self._zeroed.add(name)
+        return buf[:size].reshape(shape)
+
+    def _taps(self, xp: np.ndarray) -> Any:
+        """(i, j, view): tap (i, j) of every (n, c) plane of the bordered ``xp``, (nb, C, Ho,
+        Wo) strided views."""
+        (sh, sw), (dh, dw) = self.stride, self.dilation
+        for i in range(self.kh):
+            for j in range(self.kw):
+                yield i, j, xp[:, :, i * dh:i * dh + (self.ho - 1) * sh + 1:sh,
+                               j * dw:j * dw + (self.wo - 1) * sw + 1:sw]
+
+    def _interior(self, xp: np.ndarray) -> np.ndarray:
+        ph, pw = self.padding
+        return xp[:, :, ph:ph + self.hin, pw:pw + self.win]
+
+    def columns(self, x: np.ndarray, n0: int, batch_wide: bool = False) -> np.ndarray:
+        """Samples n0 .. n0 + chunk of the contiguous input as columns: (nb, groups, K, L)
+        per sample, or (groups, K, nb*L) when ``batch_wide``."""
+        part = x[n0:n0 + self.chunk]
+        nb = part.shape[0]
+        if self.identity and not batch_wide:
+            return part.reshape(nb, self.groups, self.k_group, self.length)
+        xp = part
+        if self.bordered:   # zeroed once: chunks only rewrite the interior
+            xp = self.scratch("border", (nb, self.c, self.hp, self.wp), x.dtype, zero=True)
+            self._interior(xp)[...] = part[:, :, :self.hin, :self.win]
+        taps = self.kh * self.kw
+        if batch_wide:
+            cols = self.scratch("cols", (self.c, taps, nb, self.length), x.dtype)
+            view = cols.transpose(2, 0, 1, 3)                 # as (nb, C, taps, L)
         else:
-            fn = _gather_rows_parallel if cols.size >= COLUMNS_PARALLEL_THRESHOLD else \
-                _gather_rows_serial
-            fn(x.reshape(self.n, -1), self.table, cols.transpose(2, 0, 1, 3), x.dtype.type(0))
-        return cols.reshape(self.groups, self.k_group, self.n * self.length)
+            cols = view = self.scratch("cols", (nb, self.c, taps, self.length), x.dtype)
+        if self.wo < SHORT_ROWS:
+            table = _tap_table(xp.shape[3], self.kh, self.kw, *self.stride, *self.dilation,
+                               self.ho, self.wo)
+            _gather_taps(np.ascontiguousarray(xp).reshape(nb, self.c, -1), table, view)
+        else:
+            planes = view.reshape(nb, self.c, self.kh, self.kw, self.ho, self.wo)
+            for i, j, tap in self._taps(xp):
+                planes[:, :, i, j] = tap
+        if batch_wide:
+            return cols.reshape(self.groups, self.k_group, nb * self.length)
+        return cols.reshape(nb, self.groups, self.k_group, self.length)
 
-    def fold(self, cols: np.ndarray) -> np.ndarray:
-        """The adjoint of ``columns``: (N, groups, K, L) columns summed into (N, C, H, W)."""
-        if self.identity:
-            return cols.reshape(self.n, self.c, self.h, self.w)
-        cols = cols.reshape(self.n, self.c, self.taps * self.length)
-        gx = np.zeros((self.n, self.c * self.h * self.w), cols.dtype)
-        big = cols.size >= COLUMNS_PARALLEL_THRESHOLD
-        fn = _scatter_cols_parallel if big else _scatter_cols_serial
-        fn(cols, self.table, gx)
-        return gx.reshape(self.n, self.c, self.h, self.w)
+    def fold(self, cols: np.ndarray, gx: np.ndarray) -> None:
+        """Write the (nb, C, H, W) input gradient of a chunk's per-sample columns: every tap
+        summed back where it read."""
+        nb = gx.shape[0]
+        taps = cols.reshape(nb, self.c, self.kh, self.kw, self.ho, self.wo)
+        gp = self.scratch("fold", (nb, self.c, self.hp, self.wp), gx.dtype) \
+            if self.bordered else gx
+        gp[...] = 0
+        _fold_taps(taps, gp, *self.stride, *self.dilation)
+        if gp is not gx:
+            if self.hin < self.h or self.win < self.w:   # cells no window reaches
+                gx[...] = 0
+            gx[:, :, :self.hin, :self.win] = self._interior(gp)
 
-
-def _contiguous(arr: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(_compute(arr))
+    def by_group(self, g: np.ndarray) -> np.ndarray:
+        """A chunk (nb, groups, C_out/groups, L) of grad_output as (groups, C_out/groups,
+        nb*L), the batch-wide columns' layout."""
+        nb = g.shape[0]
+        g2 = self.scratch("grad_output", (self.groups, self.cog, nb, self.length), g.dtype)
+        g2[...] = g.transpose(1, 2, 0, 3)
+        return g2.reshape(self.groups, self.cog, nb * self.length)
 
 
 @CPU.register("_conv2d")
@@ -194,16 +243,21 @@ def conv2d(out: Tensor, input: Tensor, weight: Tensor, bias: Tensor | None, stri
         return
     x, w = _contiguous(input._host), _compute(weight._host)
     geo = _Geometry(x.shape, w.shape, o.shape[2:], stride, padding, dilation, groups)
+    b = None if bias is None else _compute(bias._host).reshape(groups, geo.cog, 1)
     if geo.k_group == 0:
-        o[...] = 0 if bias is None else bias._host[:, None, None]
+        o[...] = 0 if b is None else b.reshape(-1, 1, 1)
         return
-    w3 = w.reshape(groups, geo.c_out // groups, geo.k_group)
-    if o.flags.c_contiguous and o.dtype == w3.dtype:   # the products land in NCHW directly
-        np.matmul(w3, geo.columns(x), out=o.reshape(geo.n, groups, -1, geo.length))
-    else:
-        o[...] = np.matmul(w3, geo.columns(x)).reshape(o.shape)
-    if bias is not None:
-        o += _compute(bias._host)[:, None, None].astype(o.dtype, copy=False)
+    w3 = w.reshape(groups, geo.cog, geo.k_group)
+    direct = o.flags.c_contiguous and o.dtype == w3.dtype   # products land in NCHW directly
+    res = o if direct else np.empty(o.shape, w3.dtype)
+    r4 = res.reshape(geo.n, groups, geo.cog, geo.length)
+    for n0 in geo.chunks():
+        dst = r4[n0:n0 + geo.chunk]
+        np.matmul(w3, geo.columns(x, n0), out=dst)
+        if b is not None:
+            dst += b
+    if not direct:
+        o[...] = res
 
 
 @CPU.register("_conv2d_input_backward")
@@ -217,10 +271,22 @@ def conv2d_input_backward(grad_input: Tensor, grad_output: Tensor, weight: Tenso
         gi[...] = 0
         return
     geo = _Geometry(gi.shape, w.shape, g.shape[2:], stride, padding, dilation, groups)
-    cog = geo.c_out // groups
-    wt = w.reshape(groups, cog, geo.k_group).transpose(0, 2, 1)
-    cols = np.matmul(wt, g.reshape(geo.n, groups, cog, geo.length))   # (N, G, K, L)
-    gi[...] = geo.fold(cols)
+    wt = w.reshape(groups, geo.cog, geo.k_group).transpose(0, 2, 1)   # (G, K, C_out/G)
+    dtype = np.result_type(g.dtype, wt.dtype)
+    direct = gi.flags.c_contiguous and gi.dtype == dtype
+    gx = gi if direct else np.empty(gi.shape, dtype)
+    g4 = g.reshape(geo.n, groups, geo.cog, geo.length)
+    for n0 in geo.chunks():
+        part, dst = g4[n0:n0 + geo.chunk], gx[n0:n0 + geo.chunk]
+        nb = part.shape[0]
+        if geo.identity:   # the products are the gradient itself
+            np.matmul(wt, part, out=dst.reshape(nb, groups, geo.k_group, geo.length))
+            continue
+        # (nb, G, K, L) columns straight from grad_output's planes
+        cols = geo.scratch("cols", (nb, groups, geo.k_group, geo.length), dtype)
+        geo.fold(np.matmul(wt, part, out=cols), dst)
+    if not direct:
+        gi[...] = gx
 
 
 @CPU.register("_conv2d_weight_backward")
@@ -234,13 +300,22 @@ def conv2d_weight_backward(grad_weight: Tensor, grad_output: Tensor, input: Tens
         gw[...] = 0
         return
     geo = _Geometry(x.shape, gw.shape, g.shape[2:], stride, padding, dilation, groups)
-    cog = geo.c_out // groups
-    # (K, N*L) @ (N*L, Cout/G) per group: one product over the whole batch, in the operand
-    # order BLAS runs fastest for a long contraction and a small result.
-    g2 = np.ascontiguousarray(g.reshape(geo.n, geo.c_out, geo.length).transpose(1, 0, 2))
-    g2 = g2.reshape(groups, cog, geo.n * geo.length)
-    res = np.matmul(geo.columns_by_group(x), g2.transpose(0, 2, 1))     # (G, K, Cout/G)
-    gw[...] = res.transpose(0, 2, 1).reshape(gw.shape)
+    g4 = g.reshape(geo.n, groups, geo.cog, geo.length)
+    if geo.identity:   # one (C_out/G, L) x (L, C/G) product per sample, summed
+        cols = geo.columns(x, 0).transpose(0, 1, 3, 2)
+        gw[...] = np.matmul(g4, cols).sum(axis=0).reshape(gw.shape)
+        return
+    acc = None
+    for n0 in geo.chunks():
+        # (K, nb*L) @ (nb*L, C_out/G) per group: one product contracting over the chunk's
+        # positions, in the operand order BLAS runs fastest for a small result
+        cols = geo.columns(x, n0, batch_wide=True)
+        prod = np.matmul(cols, geo.by_group(g4[n0:n0 + geo.chunk]).transpose(0, 2, 1))
+        if acc is None:
+            acc = prod
+        else:
+            acc += prod
+    gw[...] = acc.transpose(0, 2, 1).reshape(gw.shape)
 
 
 # -- pooling kernels: one task per (n, c) plane ----------------------------------------------

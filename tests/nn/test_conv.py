@@ -107,6 +107,32 @@ def test_conv2d_float64_functional(device):
         assert_close(a.grad, e.grad)
 
 
+@pytest.mark.parametrize("kw,shape,w_shape", [
+    ({"padding": 1}, (5, 8, 6, 19), (6, 8, 3, 3)),       # rows >= 16: per-tap copies
+    ({"stride": (1, 2), "padding": 2, "dilation": 2}, (3, 4, 5, 40), (5, 4, 3, 3)),
+    ({"padding": 1}, (5, 8, 6, 7), (6, 8, 3, 3)),         # short rows: a gather table
+    ({"stride": 2, "padding": (2, 1), "dilation": (1, 2), "groups": 2}, (5, 4, 9, 8),
+     (6, 2, 3, 2)),
+    ({"stride": 3}, (5, 3, 10, 11), (4, 3, 2, 2)),        # windows leave input cells unread
+    ({}, (5, 6, 4, 4), (4, 6, 1, 1)),                     # 1x1: the input is the columns
+])
+def test_conv2d_batch_chunks(monkeypatch, kw, shape, w_shape):
+    """The CPU kernels build columns a few samples at a time; a tiny budget makes every
+    sample its own chunk, and the results (forward, both gradients) must not change."""
+    from gputensor.kernels.cpu import conv as cpu_conv
+    monkeypatch.setattr(cpu_conv, "COLUMNS_PER_CHUNK", 1)
+    x, tx = _pair(shape, "cpu", gt.float64)
+    w, tw = _pair(w_shape, "cpu", gt.float64, seed=2)
+    b, tb = _pair((w_shape[0],), "cpu", gt.float64, seed=3)
+    out, t_out = conv2d(x, w, b, **kw), TF.conv2d(tx, tw, tb, **kw)
+    assert_close(out, t_out.detach())
+    go, t_go = _pair(tuple(t_out.shape), "cpu", gt.float64, seed=4, requires_grad=False)
+    out.backward(go)
+    t_out.backward(t_go)
+    for a, e in ((x, tx), (w, tw), (b, tb)):
+        assert_close(a.grad, e.grad)
+
+
 def test_conv2d_is_gt_namespace_op():
     assert gt.conv2d is conv2d and gt.conv1d is conv1d and gt.conv_transpose2d is \
         conv_transpose2d
