@@ -529,20 +529,25 @@ def rename_keywords(kwargs: dict[str, Any], renames: dict[str, str], op_name: st
 
 
 def _any_requires_grad(args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    # Inline isinstance checks against a plain tuple: this runs on every op call.
     for x in args:
-        if _is_tensor(x):
+        if isinstance(x, _Tensor):
             if x._requires_grad:
                 return True
-        elif isinstance(x, list | tuple):
+        elif isinstance(x, _SEQUENCES):
             for t in x:
-                if _is_tensor(t) and t._requires_grad:
+                if isinstance(t, _Tensor) and t._requires_grad:
                     return True
-    for x in kwargs.values():
-        if _is_tensor(x):
-            if x._requires_grad:
-                return True
-        elif isinstance(x, list | tuple):
-            for t in x:
-                if _is_tensor(t) and t._requires_grad:
+    if kwargs:
+        for x in kwargs.values():
+            if isinstance(x, _Tensor):
+                if x._requires_grad:
                     return True
+            elif isinstance(x, _SEQUENCES):
+                for t in x:
+                    if isinstance(t, _Tensor) and t._requires_grad:
+                        return True
     return False
+
+
+_SEQUENCES = (list, tuple)
