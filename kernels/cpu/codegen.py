@@ -21,11 +21,11 @@ from gputensor._files import write_atomically
 @functools.cache
 def vocabulary_hash() -> str:
     """Kernels that call ``scalar_fns`` embed this in their source, so editing scalar_fns.py,
-    fast_math.py (whose functions it inlines) or scalar_special.py (which it re-exports)
-    re-keys Numba's disk cache (Numba does not track that dependency)."""
-    from . import fast_math, scalar_fns, scalar_special
+    fast_math.py or fast_math64.py (whose functions it inlines) or scalar_special.py (which it
+    re-exports) re-keys Numba's disk cache (Numba does not track that dependency)."""
+    from . import fast_math, fast_math64, scalar_fns, scalar_special
 
-    text = b"".join(Path(m.__file__).read_bytes() for m in (scalar_fns, fast_math,
+    text = b"".join(Path(m.__file__).read_bytes() for m in (scalar_fns, fast_math, fast_math64,
                                                             scalar_special))
     return hashlib.sha1(text).hexdigest()[:16]
 

@@ -20,19 +20,30 @@ from numba.extending import overload
 
 from .fast_math import erf_f32 as _erf_f32
 from .fast_math import exp_f32 as _exp_f32
+from .fast_math import expm1_f32 as _expm1_f32
 from .fast_math import gelu_f32 as _gelu_f32
 from .fast_math import gelu_grad_f32 as _gelu_grad_f32
+from .fast_math import log1p_f32 as _log1p_f32
+from .fast_math import log2_f32 as _log2_f32
+from .fast_math import log10_f32 as _log10_f32
+from .fast_math import log_f32 as _log_f32
 from .fast_math import sigmoid_f32 as _sigmoid_f32
+from .fast_math import softplus_f32 as _softplus_f32
 from .fast_math import tanh_f32 as _tanh_f32
+from .fast_math64 import erf_f64 as _erf_f64
+from .fast_math64 import exp_f64 as _exp_f64
+from .fast_math64 import gelu_f64 as _gelu_f64
+from .fast_math64 import gelu_grad_f64 as _gelu_grad_f64
+from .fast_math64 import log1p_f64 as _log1p_f64
+from .fast_math64 import log_f64 as _log_f64
+from .fast_math64 import sigmoid_f64 as _sigmoid_f64
+from .fast_math64 import softplus_f64 as _softplus_f64
+from .fast_math64 import softplus_grad_f64 as _softplus_grad_f64
+from .fast_math64 import tanh_f64 as _tanh_f64
 from .scalar_special import *  # noqa: F403  (torch.special's functions, same vocabulary)
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
 exp2 = np.exp2
-expm1 = np.expm1
-log = np.log
-log2 = np.log2
-log10 = np.log10
-log1p = np.log1p
 sqrt = np.sqrt
 sin = np.sin
 cos = np.cos
@@ -87,12 +98,62 @@ sigmoid = _vocab("sigmoid")
 erf = _vocab("erf")
 gelu_erf = _vocab("gelu_erf")
 gelu_erf_grad = _vocab("gelu_erf_grad")
+# float64 through kernels/cpu/fast_math64.py (vectorisable, within 1 ulp); NumPy's otherwise.
+log = _vocab("log")
+log1p = _vocab("log1p")
+
+
+@overload(log, inline="always")
+def _log(a):
+    if a == types.float32:
+        return lambda a: _log_f32(a)
+    if a == types.float64:
+        return lambda a: _log_f64(a)
+    return lambda a: np.log(a)
+
+
+@overload(log1p, inline="always")
+def _log1p(a):
+    if a == types.float32:
+        return lambda a: _log1p_f32(a)
+    if a == types.float64:
+        return lambda a: _log1p_f64(a)
+    return lambda a: np.log1p(a)
+
+
+# float32 only (kernels/cpu/fast_math.py); NumPy's otherwise.
+expm1 = _vocab("expm1")
+log2 = _vocab("log2")
+log10 = _vocab("log10")
+
+
+@overload(expm1, inline="always")
+def _expm1(a):
+    if a == types.float32:
+        return lambda a: _expm1_f32(a)
+    return lambda a: np.expm1(a)
+
+
+@overload(log2, inline="always")
+def _log2(a):
+    if a == types.float32:
+        return lambda a: _log2_f32(a)
+    return lambda a: np.log2(a)
+
+
+@overload(log10, inline="always")
+def _log10(a):
+    if a == types.float32:
+        return lambda a: _log10_f32(a)
+    return lambda a: np.log10(a)
 
 
 @overload(exp, inline="always")
 def _exp(a):
     if a == types.float32:
         return lambda a: _exp_f32(a)
+    if a == types.float64:
+        return lambda a: _exp_f64(a)
     return lambda a: np.exp(a)
 
 
@@ -123,6 +184,8 @@ def _complex_tanh(z):
 def _tanh(a):
     if a == types.float32:
         return lambda a: _tanh_f32(a)
+    if a == types.float64:
+        return lambda a: _tanh_f64(a)
     if isinstance(a, types.Complex):
         return lambda a: _complex_tanh(a)
     return lambda a: np.tanh(a)
@@ -132,6 +195,8 @@ def _tanh(a):
 def _sigmoid(a):
     if a == types.float32:
         return lambda a: _sigmoid_f32(a)
+    if a == types.float64:
+        return lambda a: _sigmoid_f64(a)
     return lambda a: 1.0 / (1.0 + np.exp(-a))
 
 
@@ -139,6 +204,8 @@ def _sigmoid(a):
 def _erf(a):
     if a == types.float32:
         return lambda a: _erf_f32(a)
+    if a == types.float64:
+        return lambda a: _erf_f64(a)
     return lambda a: math.erf(a)
 
 
@@ -146,6 +213,8 @@ def _erf(a):
 def _gelu_erf(a):
     if a == types.float32:
         return lambda a: _gelu_f32(a)
+    if a == types.float64:
+        return lambda a: _gelu_f64(a)
     return lambda a: 0.5 * a * (1.0 + math.erf(a * 0.7071067811865476))
 
 
@@ -153,6 +222,8 @@ def _gelu_erf(a):
 def _gelu_erf_grad(a):
     if a == types.float32:
         return lambda a: _gelu_grad_f32(a)
+    if a == types.float64:
+        return lambda a: _gelu_grad_f64(a)
 
     def impl(a):
         cdf = 0.5 * (1.0 + math.erf(a * 0.7071067811865476))
@@ -585,9 +656,18 @@ def rsqrt(a):
     return 1.0 / np.sqrt(a)
 
 
-@njit(cache=True)
-def softplus(a, beta, threshold):
-    return a if a * beta > threshold else np.log1p(np.exp(a * beta)) / beta
+softplus = _vocab("softplus")
+
+
+@overload(softplus, inline="always")
+def _softplus(a, beta, threshold):
+    if a == types.float32:
+        return lambda a, beta, threshold: (a if a * beta > threshold
+                                           else _softplus_f32(a * beta) / beta)
+    if a == types.float64:
+        return lambda a, beta, threshold: _softplus_f64(a, beta, threshold)
+    return lambda a, beta, threshold: (a if a * beta > threshold
+                                       else np.log1p(np.exp(a * beta)) / beta)
 
 
 @njit(cache=True)
@@ -623,10 +703,19 @@ def gelu_tanh_grad(a):
     return 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * d_inner
 
 
-@njit(cache=True)
-def softplus_grad(a, beta, threshold):
+softplus_grad = _vocab("softplus_grad")
+
+
+@overload(softplus_grad, inline="always")
+def _softplus_grad(a, beta, threshold):
     # d/da log1p(exp(beta*a))/beta = sigmoid(beta*a); the linear region has slope 1.
-    return 1.0 if a * beta > threshold else 1.0 / (1.0 + np.exp(-a * beta))
+    if a == types.float32:
+        return lambda a, beta, threshold: (_sigmoid_f32(a * beta) if a * beta <= threshold
+                                           else np.float32(1.0))
+    if a == types.float64:
+        return lambda a, beta, threshold: _softplus_grad_f64(a, beta, threshold)
+    return lambda a, beta, threshold: (1.0 if a * beta > threshold
+                                       else 1.0 / (1.0 + np.exp(-a * beta)))
 
 
 # -- an exp that vectorises ------------------------------------------------------------------
@@ -646,4 +735,6 @@ def ordered_bits(v, shift, mask):
 def _fast_exp(x):
     if x == types.float32:
         return lambda x: _exp_f32(x)
+    if x == types.float64:
+        return lambda x: _exp_f64(x)
     return lambda x: np.exp(x)
