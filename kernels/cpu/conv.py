@@ -108,6 +108,18 @@ def _gather_taps(xp, table, cols):  # noqa: ANN001, ANN202
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
+def _fold_table(cols, table, gp):  # noqa: ANN001, ANN202
+    # The adjoint of _gather_taps: gp[n, c, table[t*L + l]] += cols[n, c, t, l], on short
+    # rows, where the per-tap loop's 6-d indexing costs more than the data.
+    length = cols.shape[3]
+    for n in range(cols.shape[0]):
+        for c in range(cols.shape[1]):
+            for t in range(cols.shape[2]):
+                for q in range(length):
+                    gp[n, c, table[t * length + q]] += cols[n, c, t, q]
+
+
+@njit(cache=True, error_model="numpy", boundscheck=False)
 def _fold_taps(cols, gp, sh, sw, dh, dw):  # noqa: ANN001, ANN202
     # The adjoint of the tap copies: cols (nb, C, kh, kw, Ho, Wo) summed into the bordered
     # gp (nb, C, Hp, Wp). A loop, where the copies are NumPy's: kh*kw separate in-place adds
@@ -216,11 +228,17 @@ class _Geometry:
         """Write the (nb, C, H, W) input gradient of a chunk's per-sample columns: every tap
         summed back where it read."""
         nb = gx.shape[0]
-        taps = cols.reshape(nb, self.c, self.kh, self.kw, self.ho, self.wo)
         gp = self.scratch("fold", (nb, self.c, self.hp, self.wp), gx.dtype) \
             if self.bordered else gx
         gp[...] = 0
-        _fold_taps(taps, gp, *self.stride, *self.dilation)
+        if self.wo < SHORT_ROWS:
+            table = _tap_table(gp.shape[3], self.kh, self.kw, *self.stride, *self.dilation,
+                               self.ho, self.wo)
+            _fold_table(cols.reshape(nb, self.c, self.kh * self.kw, self.length), table,
+                        gp.reshape(nb, self.c, -1))
+        else:
+            _fold_taps(cols.reshape(nb, self.c, self.kh, self.kw, self.ho, self.wo), gp,
+                       *self.stride, *self.dilation)
         if gp is not gx:
             if self.hin < self.h or self.win < self.w:   # cells no window reaches
                 gx[...] = 0
