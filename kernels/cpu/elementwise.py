@@ -76,9 +76,11 @@ def _scalar(value: Any, cdt: np.dtype) -> Any:
 
 def memory_flat(t: Tensor) -> np.ndarray:
     """A dense CPU tensor's elements as one 1-D array in memory order (no copy)."""
-    isz = t._dtype.itemsize
-    return np.ndarray((math.prod(t._shape),), t._dtype.np_dtype,
-                      host_bytes(t._storage._buf), t._offset * isz)
+    n = math.prod(t._shape)
+    if not n:   # an empty view's offset may lie past its storage
+        return np.empty(0, t._dtype.np_dtype)
+    return np.ndarray((n,), t._dtype.np_dtype, host_bytes(t._storage._buf),
+                      t._offset * t._dtype.itemsize)
 
 
 def _broadcast_strides(a: np.ndarray, shape: tuple[int, ...]) -> tuple[int, ...]:

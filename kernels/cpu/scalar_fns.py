@@ -710,8 +710,9 @@ softplus_grad = _vocab("softplus_grad")
 def _softplus_grad(a, beta, threshold):
     # d/da log1p(exp(beta*a))/beta = sigmoid(beta*a); the linear region has slope 1.
     if a == types.float32:
-        return lambda a, beta, threshold: (_sigmoid_f32(a * beta) if a * beta <= threshold
-                                           else np.float32(1.0))
+        # (NaN takes the sigmoid branch and stays NaN, as PyTorch's `y > threshold ? 1 : ...`)
+        return lambda a, beta, threshold: (np.float32(1.0) if a * beta > threshold
+                                           else _sigmoid_f32(a * beta))
     if a == types.float64:
         return lambda a, beta, threshold: _softplus_grad_f64(a, beta, threshold)
     return lambda a, beta, threshold: (1.0 if a * beta > threshold

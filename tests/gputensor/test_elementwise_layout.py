@@ -64,3 +64,15 @@ def test_in_place_and_out_keep_their_own_layout(device: str) -> None:
 def test_gradients_through_permuted_results(device: str) -> None:
     a = gt.randn(3, 5, dtype=gt.float64, device=device, requires_grad=True)
     assert gt.autograd.gradcheck(lambda a: (a.t().exp() * a.t()).sum(0), (a,))
+
+
+def test_empty_views_past_their_storage(device: str) -> None:
+    # zeros(3, 1, 0)[2] starts past its 0-byte storage; copying it (select_scatter's _copy)
+    # takes the dense fast path, which must not build an array over the missing bytes.
+    src = gt.zeros(3, 1, 0, dtype=gt.bool, device=device)[2]
+    x = gt.zeros(1, 0, 1, dtype=gt.bool, device=device)
+    got = gt.select_scatter(x, src, -1, 0)
+    expect = torch.select_scatter(torch.zeros(1, 0, 1, dtype=torch.bool),
+                                  torch.zeros(3, 1, 0, dtype=torch.bool)[2], -1, 0)
+    assert tuple(got.shape) == tuple(expect.shape)
+    assert (src.clone() * 2).shape == (1, 0)

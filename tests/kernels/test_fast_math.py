@@ -163,3 +163,18 @@ def test_log1p_near_minus_one_and_expm1_tails() -> None:
     y = np.array([-200.0, -25.0, 88.72, 88.8], np.float32)
     _kernel(fm.expm1_f32)(out, y)
     assert out[0] == out[1] == -1.0 and np.isfinite(out[2]) and out[3] == np.inf
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_softplus_backward_special_values_match_torch(dtype: str) -> None:
+    # NaN stays NaN (PyTorch's `beta*x > threshold ? g : g*sigmoid` takes the sigmoid side),
+    # the linear region has slope 1 and the far left tail underflows as PyTorch's does.
+    import gputensor as gt
+    torch = pytest.importorskip("torch")
+    vals = [float("nan"), float("inf"), -float("inf"), 1.0, 19.9, 20.1, 30.0, -30.0, 0.0]
+    x = gt.tensor(vals, dtype=getattr(gt, dtype), requires_grad=True)
+    t = torch.tensor(vals, dtype=getattr(torch, dtype), requires_grad=True)
+    gt.nn.functional.softplus(x).sum().backward()
+    torch.nn.functional.softplus(t).sum().backward()
+    np.testing.assert_allclose(x.grad.float().numpy(), t.grad.float().numpy(), rtol=2e-3,
+                               equal_nan=True)
