@@ -670,9 +670,10 @@ def _softplus(a, beta, threshold):
                                        else np.log1p(np.exp(a * beta)) / beta)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gelu_tanh(a):
-    return 0.5 * a * (1.0 + np.tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+    # computed in float64 (the literals are), through the vocabulary's vectorisable tanh
+    return 0.5 * a * (1.0 + tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
 
 
 @njit(cache=True)
@@ -695,10 +696,10 @@ def _nan_to_num(a, nan, posinf, neginf):
 
 
 # -- derivatives of activations (the fused backward ops use these) ---------------------------
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gelu_tanh_grad(a):
     inner = 0.7978845608028654 * (a + 0.044715 * a * a * a)
-    t = np.tanh(inner)
+    t = tanh(inner)
     d_inner = 0.7978845608028654 * (1.0 + 3.0 * 0.044715 * a * a)
     return 0.5 * (1.0 + t) + 0.5 * a * (1.0 - t * t) * d_inner
 
@@ -732,7 +733,7 @@ def ordered_bits(v, shift, mask):
     return v ^ ((v >> shift) & mask)
 
 
-@overload(fast_exp)
+@overload(fast_exp, inline="always")
 def _fast_exp(x):
     if x == types.float32:
         return lambda x: _exp_f32(x)
