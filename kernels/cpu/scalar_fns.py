@@ -91,70 +91,35 @@ abs2 = _vocab("abs2")
 round_decimals = _vocab("round_decimals")
 nan_to_num = _vocab("nan_to_num")
 logaddexp = _vocab("logaddexp")
-# float32 through kernels/cpu/fast_math.py (vectorisable, within 1.6 ulp); NumPy's otherwise.
-exp = _vocab("exp")
+# float32 (and float64) through kernels/cpu/fast_math.py (fast_math64.py): vectorisable.
 tanh = _vocab("tanh")
 sigmoid = _vocab("sigmoid")
 erf = _vocab("erf")
 gelu_erf = _vocab("gelu_erf")
 gelu_erf_grad = _vocab("gelu_erf_grad")
-# float64 through kernels/cpu/fast_math64.py (vectorisable, within 1 ulp); NumPy's otherwise.
-log = _vocab("log")
-log1p = _vocab("log1p")
+def _fast_unary(name: str, numpy_fn: Callable, f32: Callable, f64: Callable | None = None
+                ) -> Callable:
+    """A vocabulary function: the vectorisable polynomial of kernels/cpu/fast_math.py for
+    float32 (and fast_math64.py for float64 where given), NumPy's ``numpy_fn`` otherwise;
+    inlined, so the generated loops stay vectorisable."""
+    stub = _vocab(name)
+
+    @overload(stub, inline="always")
+    def impl(a):
+        if a == types.float32:
+            return lambda a: f32(a)
+        if f64 is not None and a == types.float64:
+            return lambda a: f64(a)
+        return lambda a: numpy_fn(a)
+    return stub
 
 
-@overload(log, inline="always")
-def _log(a):
-    if a == types.float32:
-        return lambda a: _log_f32(a)
-    if a == types.float64:
-        return lambda a: _log_f64(a)
-    return lambda a: np.log(a)
-
-
-@overload(log1p, inline="always")
-def _log1p(a):
-    if a == types.float32:
-        return lambda a: _log1p_f32(a)
-    if a == types.float64:
-        return lambda a: _log1p_f64(a)
-    return lambda a: np.log1p(a)
-
-
-# float32 only (kernels/cpu/fast_math.py); NumPy's otherwise.
-expm1 = _vocab("expm1")
-log2 = _vocab("log2")
-log10 = _vocab("log10")
-
-
-@overload(expm1, inline="always")
-def _expm1(a):
-    if a == types.float32:
-        return lambda a: _expm1_f32(a)
-    return lambda a: np.expm1(a)
-
-
-@overload(log2, inline="always")
-def _log2(a):
-    if a == types.float32:
-        return lambda a: _log2_f32(a)
-    return lambda a: np.log2(a)
-
-
-@overload(log10, inline="always")
-def _log10(a):
-    if a == types.float32:
-        return lambda a: _log10_f32(a)
-    return lambda a: np.log10(a)
-
-
-@overload(exp, inline="always")
-def _exp(a):
-    if a == types.float32:
-        return lambda a: _exp_f32(a)
-    if a == types.float64:
-        return lambda a: _exp_f64(a)
-    return lambda a: np.exp(a)
+exp = _fast_unary("exp", np.exp, _exp_f32, _exp_f64)
+log = _fast_unary("log", np.log, _log_f32, _log_f64)
+log1p = _fast_unary("log1p", np.log1p, _log1p_f32, _log1p_f64)
+expm1 = _fast_unary("expm1", np.expm1, _expm1_f32)
+log2 = _fast_unary("log2", np.log2, _log2_f32)
+log10 = _fast_unary("log10", np.log10, _log10_f32)
 
 
 @njit(inline='always')
