@@ -47,18 +47,29 @@ else
 fi
 
 stage "benchmarks/gpu_bench.py"
-timeout "$(box 150)" $PY benchmarks/gpu_bench.py --out "$OUT/gpu_bench.json" > "$OUT/gpu_bench.txt" 2>&1
+timeout "$(box 200)" $PY benchmarks/gpu_bench.py --out "$OUT/gpu_bench.json" > "$OUT/gpu_bench.txt" 2>&1
 echo "gpu_bench rc=$?"; tail -25 "$OUT/gpu_bench.txt"
 
 stage "selftest"
 timeout "$(box 100)" $PY -m gputensor selftest --device cuda > "$OUT/selftest.txt" 2>&1
 echo "selftest rc=$? $(tail -1 "$OUT/selftest.txt")"
 
-stage "device-parametrised suites on cuda (what time is left)"
+stage "device-parametrised suites on cuda (what time is left; paths new since the last run first)"
+NEW_SUITES="tests/nn/test_rnn_fused.py tests/compile tests/cuda/test_cuda_graphs.py
+    tests/gputensor/test_fft.py tests/gputensor/test_linalg.py
+    tests/gputensor/test_linalg_decompositions.py tests/gputensor/test_linalg_ldl.py
+    tests/gputensor/test_special.py tests/gputensor/test_interop.py tests/func tests/distributions"
+if [ "$(left)" -gt 30 ]; then
+    timeout "$(box 240)" $PY -m pytest -q -k cuda -p no:cacheprovider -o addopts="" --tb=line \
+        -n 12 $NEW_SUITES > "$OUT/suites_new.txt" 2>&1
+    echo "new suites rc=$? $(tail -1 "$OUT/suites_new.txt")"
+    grep -E "^(FAILED|ERROR)" "$OUT/suites_new.txt" | head -40
+fi
 if [ "$(left)" -gt 30 ]; then
     timeout "$(box 600)" $PY -m pytest -q -k cuda -p no:cacheprovider -o addopts="" --tb=line \
         -n 12 tests/gputensor tests/autograd tests/nn tests/optim tests/sparse tests/storage \
         tests/utils tests/test_training.py tests/test_serialization.py \
+        $(for f in $NEW_SUITES; do printf -- "--deselect %s " "$f"; done) \
         > "$OUT/suites.txt" 2>&1
     echo "suites rc=$? $(tail -1 "$OUT/suites.txt")"
     grep -E "^(FAILED|ERROR)" "$OUT/suites.txt" | head -40

@@ -934,6 +934,11 @@ def _train_item(ctx: Ctx, kind: str) -> dict[str, Any]:
         what = f"demo CNN (gputensor/demo.py) on 1x8x8, batch {batch}"
         inputs = (rng.standard_normal((batch, 1, 8, 8), dtype=np.float32),
                   rng.integers(0, 10, batch, dtype=np.int64))
+    elif kind == "lstm":
+        batch, seq = 16, 32
+        what = f"char LSTM (embedding 32, hidden 128, vocab 65), batch {batch}, sequence {seq}"
+        idx = rng.integers(0, 65, (batch, seq + 1), dtype=np.int64)
+        inputs = (np.ascontiguousarray(idx[:, :-1]), np.ascontiguousarray(idx[:, 1:]))
     else:
         batch, block = sz.gpt_batch, sz.gpt_block
         what = (f"GPT {GPT['n_layer']} layers, n_embd {GPT['n_embd']}, {GPT['n_head']} heads, "
@@ -950,12 +955,15 @@ def _train_item(ctx: Ctx, kind: str) -> dict[str, Any]:
             model = build_mlp(m)
         elif kind == "cnn":
             model = build_cnn(m)
+        elif kind == "lstm":
+            from gpu_bench_science import build_char_lstm
+            model = build_char_lstm(m)
         else:
             model = build_gpt(m, block=sz.gpt_block, **GPT)
         model = model.to(lib.device)
         x, y = (lib.dev(h) for h in inputs)
         opt = m.optim.Adam(model.parameters(), lr=1e-3)
-        if kind == "gpt":
+        if kind in ("gpt", "lstm"):
             loss_of = lambda: model(x, y)  # noqa: E731
         else:
             ce = m.nn.functional.cross_entropy
@@ -1019,6 +1027,10 @@ def item_train_gpt(ctx: Ctx) -> dict[str, Any]:
     return _train_item(ctx, "gpt")
 
 
+def item_train_lstm(ctx: Ctx) -> dict[str, Any]:
+    return _train_item(ctx, "lstm")
+
+
 ITEMS: dict[str, Callable[[Ctx], dict[str, Any]]] = {
     "bandwidth_d2d": item_bandwidth_d2d,
     "add": item_add,
@@ -1033,7 +1045,20 @@ ITEMS: dict[str, Callable[[Ctx], dict[str, Any]]] = {
     "train_mlp": item_train_mlp,
     "train_cnn": item_train_cnn,
     "train_gpt": item_train_gpt,
+    "train_lstm": item_train_lstm,
 }
+
+
+def all_items() -> dict[str, Callable[[Ctx], dict[str, Any]]]:
+    """ITEMS, then gpu_bench_science.py's (linalg, fft, special functions), which imports this
+    module as ``gpu_bench``: run as a script, this module is ``__main__``, so it is registered
+    under that name first (one module, one Unsupported class)."""
+    sys.modules.setdefault("gpu_bench", sys.modules[__name__])
+    here = os.path.dirname(os.path.abspath(__file__))
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import gpu_bench_science
+    return {**ITEMS, **gpu_bench_science.ITEMS}
 
 
 # --- environment, output -----------------------------------------------------------------------
@@ -1104,6 +1129,8 @@ def _cell(item: dict[str, Any], r: dict[str, Any] | None) -> str:
         return f"{r['busy_us']:.3g}us (idle {r['idle_us']:.3g})"
     if metric == "ms_per_step" and "ms_per_step" in r:
         return f"{r['ms_per_step']:.3g} ms ({r['pipelined_ms_per_step']:.3g})"
+    if metric == "ms" and "s" in r:
+        return f"{r['s'] * 1e3:.4g} ms"
     return "?"
 
 
@@ -1149,20 +1176,21 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default="gpu_bench.json", help="the JSON file to write")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes (automatic on the emulator or when torch has no CUDA)")
-    p.add_argument("--only", default="", help=f"comma-separated items, of: {', '.join(ITEMS)}")
+    p.add_argument("--only", default="", help="comma-separated items (--list names them)")
     p.add_argument("--list", action="store_true", help="list the items and exit")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    items = all_items()
     if args.list:
-        print("\n".join(ITEMS))
+        print("\n".join(items))
         return 0
     only = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in only if s not in ITEMS]
+    unknown = [s for s in only if s not in items]
     if unknown:
-        print(f"unknown items: {unknown}; known: {list(ITEMS)}", file=sys.stderr)
+        print(f"unknown items: {unknown}; known: {list(items)}", file=sys.stderr)
         return 2
     started = time.perf_counter()
     libs: list[Lib] = [GtLib(), TorchLib(), CupyLib()]
@@ -1190,7 +1218,7 @@ def main(argv: list[str] | None = None) -> int:
           + "; ".join(f"{lb.name}: {lb.column()}" for lb in libs),
           file=sys.stderr, flush=True)
     write_json(args.out, doc)
-    for key, fn in ITEMS.items():
+    for key, fn in items.items():
         if only and key not in only:
             continue
         t0 = time.perf_counter()

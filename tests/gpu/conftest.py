@@ -4,6 +4,8 @@ tests/cuda/test_cupy_driver.py against a stand-in cupy."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 import gputensor as gt
@@ -31,3 +33,11 @@ def busy():
         for _ in range(max(1, int(ms / 2))):  # ~2 ms per 4096^3 float32 product on an H100
             a @ a
     return run
+
+
+@pytest.fixture
+def unused_port() -> int:
+    """A TCP port nothing listens on now, for a store's rendezvous."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -67,20 +67,40 @@ def test_ldl_on_cusolver_matches_lapack() -> None:
     np.testing.assert_allclose(x.cpu().numpy(), np.linalg.solve(a, b), atol=1e-9)
 
 
-def test_nccl_world_size_one() -> None:
+def _mpi_works() -> bool:
+    try:
+        from mpi4py import MPI  # noqa: F401 - the import loads the MPI library
+    except Exception:  # noqa: BLE001 - mpi4py without an MPI library raises RuntimeError
+        return False
+    return True
+
+
+@pytest.mark.parametrize("bootstrap", ["tcp_store", "mpi"])
+def test_nccl_world_size_one(bootstrap: str, unused_port: int) -> None:
     import gputensor.distributed as dist
     if not dist.is_nccl_available():
         pytest.skip("no NCCL library for CuPy on this machine (the nvidia-nccl wheel)")
-    pytest.importorskip("mpi4py")
-    dist.init_process_group("nccl")
+    if bootstrap == "mpi":
+        if not _mpi_works():
+            pytest.skip("mpi4py has no MPI library on this machine")
+        dist.init_process_group("nccl")
+    else:  # the NCCL unique id travels through the TCP store, as with torchrun
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{unused_port}",
+                                rank=0, world_size=1)
     try:
+        assert dist.get_backend() == "nccl"
         x = gt.arange(8.0, device="cuda")
         dist.all_reduce(x, dist.ReduceOp.AVG)
         out = gt.empty(8, device="cuda")
         dist.all_gather_into_tensor(out, x)
         dist.broadcast(x, src=0)
+        work = dist.all_reduce(x, async_op=True)
+        work.wait()
         gt.cuda.synchronize()
         assert x.tolist() == list(range(8)) and out.tolist() == x.tolist()
+        b = gt.tensor([1, 0, 1], dtype=gt.bool, device="cuda")
+        dist.all_reduce(b, dist.ReduceOp.MAX)
+        assert b.tolist() == [True, False, True]
     finally:
         dist.destroy_process_group()
 
