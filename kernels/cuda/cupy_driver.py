@@ -609,10 +609,13 @@ class CupyRuntime:
         mem = self._mem(dst, host.nbytes)
         s = self._stream(stream)
         if self._capture is not None:
+            # CuPy's copy_from_host_async refuses capturing streams; a copy from pinned memory
+            # is capturable, so the bytes go through cudaMemcpyAsync from a pinned buffer
             staged = self.alloc_host(host.nbytes)
             staged[...] = host.reshape(-1).view(np.uint8)
             self._capture.held.append(staged)
-            mem.copy_from_host_async(_host_ptr(staged), host.nbytes, s)
+            self.cp.cuda.runtime.memcpyAsync(mem.ptr, staged.ctypes.data, host.nbytes,
+                                             _MEMCPY_HOST_TO_DEVICE, s.ptr)
             return
         mem.copy_from_host_async(_host_ptr(host), host.nbytes, s)
         self._keep_until_done(host, s)
@@ -905,6 +908,8 @@ class _Segment:
         self.segments.pop(self.mem.ptr, None)
 
 
+
+_MEMCPY_HOST_TO_DEVICE = 1  # cudaMemcpyHostToDevice (driver_types.h)
 
 # cuBLAS enums (cublas_api.h / library_types.h, as CuPy's cublas.pxd and _runtime_enum.pxd
 # declare them): transpose ops, data types, compute types.

@@ -529,6 +529,9 @@ class EmulatorRuntime:
         """Strided-batched gemm with NumPy (TF32 does not exist on the CPU: full float32);
         16-bit floats compute in float32 and round once, as cuBLAS with a float32 compute
         type does."""
+        if self._capture is not None:  # as CuPy's cuBLAS wrappers (cublas.pyx, setStream)
+            raise NotImplementedError("calling cuBLAS API during stream capture is currently "
+                                      "unsupported")
         dt = np.dtype(dtype)
         work = np.dtype(np.float32) if dt.itemsize == 2 and dt.kind in "fV" else dt
         ra, ca = gemm_op_shape(transa, m, k)
@@ -536,7 +539,7 @@ class EmulatorRuntime:
         if m == 0 or n == 0 or batch == 0:
             return
         views = []
-        for i in range(batch):  # resolved now: a captured gemm keeps its operands' memory
+        for i in range(batch):
             cv = column_major(self._typed(c + i * stride_c * dt.itemsize, gemm_extent(m, n, ldc),
                                           dt), m, n, ldc, "C")
             av = column_major(self._typed(a + i * stride_a * dt.itemsize,
@@ -544,10 +547,6 @@ class EmulatorRuntime:
             bv = column_major(self._typed(b + i * stride_b * dt.itemsize,
                                           gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
             views.append((cv, av, bv))
-        if self._capture is not None:  # cuBLAS calls are captured like launches
-            self._capture.append(functools.partial(_gemm_views, views, transa, transb, alpha,
-                                                   beta, work))
-            return
         _gemm_views(views, transa, transb, alpha, beta, work)
 
     def gemm_plan(self, transa: str, transb: str, m: int, n: int, k: int, lda: int, ldb: int,

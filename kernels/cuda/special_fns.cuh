@@ -459,10 +459,14 @@ GT_SP_BESSEL(bessel_j0, j0) GT_SP_BESSEL(bessel_j1, j1) GT_SP_BESSEL(bessel_y0, 
 GT_SP_BESSEL(bessel_y1, y1)
 #undef GT_SP_BESSEL
 // I0 and I1 are even and odd; CUDA's float versions lose range early, so both go through double.
-__device__ __forceinline__ double bessel_i0(double x) { return ::cyl_bessel_i0(::fabs(x)); }
+// Infinite arguments give NaN, as PyTorch's (its Chebyshev evaluation) and SciPy's i0/i1 do;
+// CUDA's cyl_bessel_i0/i1 return inf there (seen on an H200).
+__device__ __forceinline__ double bessel_i0(double x) {
+    return sp::isinf_(x) ? x - x : ::cyl_bessel_i0(::fabs(x));
+}
 __device__ __forceinline__ float bessel_i0(float x) { return (float)bessel_i0((double)x); }
 __device__ __forceinline__ double bessel_i1(double x) {
-    const double r = ::cyl_bessel_i1(::fabs(x));
+    const double r = sp::isinf_(x) ? x - x : ::cyl_bessel_i1(::fabs(x));
     return x < 0 ? -r : r;
 }
 __device__ __forceinline__ float bessel_i1(float x) { return (float)bessel_i1((double)x); }

@@ -81,11 +81,15 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         def wait_event(self, event: Event) -> None:
             log.append(("wait_event", self, event))
 
+        capturing = False
+
         def begin_capture(self, mode=None) -> None:
             log.append(("begin_capture", self))
+            self.capturing = True
 
         def end_capture(self):
             log.append(("end_capture", self))
+            self.capturing = False
             return Graph()
 
         def __enter__(self) -> Stream:
@@ -156,6 +160,9 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
 
         def copy_from_host_async(self, src: ctypes.c_void_p, size: int, stream=None) -> None:
             s = _stream(stream)
+            if s.capturing:  # cupy/cuda/memory.pyx refuses it (pageable host memory may move)
+                raise RuntimeError("the current stream is capturing, so H2D transfers are "
+                                   "disallowed")
             s._issue()
             log.append(("copy_from_host_async", size, s))
             ctypes.memmove(self.ptr, src, size)
@@ -288,6 +295,9 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
     def gemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA,
                              B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,
                              computeType, algo):
+        if get_current_stream().capturing:  # cublas.pyx: setStream refuses capturing streams
+            raise NotImplementedError("calling cuBLAS API during stream capture is currently "
+                                      "unsupported")
         get_current_stream()._issue()
         log.append(("gemmStridedBatchedEx", transa, transb, m, n, k, lda, strideA, ldb,
                     strideB, ldc, strideC, batchCount, computeType, state.allocator))
@@ -350,6 +360,15 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         log.append(("ipcOpenMemHandle", handle))
         return int.from_bytes(handle[:8], "little")
 
+    def _memcpy_async(dst: int, src: int, size: int, kind: int, stream_ptr: int) -> None:
+        assert kind == 1  # cudaMemcpyHostToDevice: the only kind the driver queues this way
+        s = next((x for x in (*stack, Stream.null) if x.ptr == stream_ptr), None)
+        assert s is not None, f"memcpyAsync on an unknown stream {stream_ptr:#x}"
+        s._issue()
+        log.append(("memcpyAsync", size, s))
+        ctypes.memmove(dst, src, size)
+
+    runtime.memcpyAsync = _memcpy_async
     runtime.ipcGetMemHandle = _ipc_get
     runtime.ipcOpenMemHandle = _ipc_open
     runtime.ipcCloseMemHandle = lambda ptr: log.append(("ipcCloseMemHandle", ptr))

@@ -65,6 +65,12 @@ def test_ldl_on_cusolver_matches_lapack() -> None:
     assert gpu.pivots.tolist() == cpu.pivots.tolist()
     x = gt.linalg.ldl_solve(gpu.LD, gpu.pivots, gt.tensor(b, device="cuda"))
     np.testing.assert_allclose(x.cpu().numpy(), np.linalg.solve(a, b), atol=1e-9)
+    # info names the first exactly zero pivot, as LAPACK's (cuSOLVER's sytrf said 2 here)
+    z = np.zeros((3, 3))
+    z[2, 2] = 1.0
+    for m in (np.zeros((2, 2)), z):
+        want = gt.linalg.ldl_factor_ex(gt.tensor(m)).info.item()
+        assert gt.linalg.ldl_factor_ex(gt.tensor(m, device="cuda")).info.item() == want == 1
 
 
 def _mpi_works() -> bool:

@@ -120,6 +120,19 @@ def test_linalg_on_cusolver_matches_the_cpu() -> None:
     _close(u @ gt.diag_embed(s) @ vh, a, 1e-9)
     with pytest.raises(gt.linalg.LinAlgError):
         gt.linalg.cholesky(-spdg)
+    # info is LAPACK's first exactly zero pivot of U, small and large (a singular inverse
+    # came back finite from CuPy, with info 0)
+    for n in (3, 70):
+        sing = np.tile(np.eye(n), (3, 1, 1))
+        sing[1, 1, 1] = 0
+        sing[2] = 0
+        want = gt.linalg.inv_ex(gt.tensor(sing)).info.tolist()
+        assert want == [0, 2, 1]
+        assert gt.linalg.inv_ex(gt.tensor(sing, device="cuda")).info.tolist() == want
+        rhs = gt.ones(3, n, 1, dtype=gt.float64, device="cuda")
+        assert gt.linalg.solve_ex(gt.tensor(sing, device="cuda"), rhs).info.tolist() == want
+        with pytest.raises(gt.linalg.LinAlgError, match="Batch element 1"):
+            gt.linalg.inv(gt.tensor(sing, device="cuda"))
     ag.requires_grad_()
     gt.linalg.solve(ag, bg).sum().backward()
     ac = a.clone().requires_grad_()

@@ -410,9 +410,13 @@ inline double bessel_i01(double x, int nu) {
     return h * (sum / std::sqrt(2 * 3.14159265358979323846 * x)) * h;
 }
 }  // namespace gt_emu
-inline double cyl_bessel_i0(double x) { return gt_emu::bessel_i01(std::fabs(x), 0); }
+// CUDA's cyl_bessel_i0/i1 give I0(+-inf) = inf and I1(+-inf) = +-inf (seen on an H200)
+inline double cyl_bessel_i0(double x) {
+    return std::isinf(x) ? HUGE_VAL : gt_emu::bessel_i01(std::fabs(x), 0);
+}
 inline float cyl_bessel_i0f(float x) { return (float)cyl_bessel_i0(x); }
 inline double cyl_bessel_i1(double x) {
+    if (std::isinf(x)) return x;
     return std::copysign(gt_emu::bessel_i01(std::fabs(x), 1), x);
 }
 inline float cyl_bessel_i1f(float x) { return (float)cyl_bessel_i1(x); }

@@ -15,7 +15,9 @@ Two engines serve it:
   dims do not merge into one stride is copied first (as PyTorch's matmul does), so every
   product is one call. The layout analysis is cached per layout (``_PLANS``).
 - integer and bool dtypes run the tiled shared-memory kernel in linalg.cu, which takes all strides
-  (batch strides in a small device array), so it never copies an operand.
+  (batch strides in a small device array), so it never copies an operand. So do the real
+  floating products made while a CUDA graph is being captured: CuPy's cuBLAS wrappers refuse
+  a capturing stream (complex products there raise NotImplementedError).
 
 einsum mirrors what NumPy's einsum does for the CPU kernel with products: repeated labels become
 diagonal views, labels only one operand has are summed away (a product with a broadcast ones
@@ -171,10 +173,16 @@ def gemm_into(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None = None, beta: 
     if _overlaps(out, a, b):  # the product must not overwrite its own operands
         target = empty(out._shape, dt, out.device)
     k = a._shape[-1] if alpha != 0 else 0
-    if dt in BLAS_DTYPES:
+    capturing = runtime().capturing
+    if dt in BLAS_DTYPES and not capturing:
         _blas_gemm(target, a, b, c, beta, alpha, k)
     elif dt in TILED_DTYPES:
+        # also the real floating products of a CUDA graph capture: CuPy's cuBLAS wrappers
+        # refuse a capturing stream (cublas.pyx, setStream), a kernel launch captures
         _tiled_gemm(target, a, b, c, beta, alpha, k)
+    elif capturing:
+        raise NotImplementedError(f"{dt} matrix products cannot be captured in a CUDA graph: "
+                                  f"CuPy's cuBLAS refuses capturing streams")
     else:
         raise TypeError(f"matrix products on CUDA do not support dtype {dt}")
     if target is not out:
