@@ -175,10 +175,12 @@ class Transport:
             raise DistNetworkError(f"gloo: rank {self.rank} could not send to rank {peer}: "
                                    f"{e}") from e
 
-    def take(self, sources: Sequence[int], ctx: int, tag: int, block: bool
-             ) -> tuple[int, bytes] | None:
-        """The oldest message from one of ``sources`` on (ctx, tag): wait for it (up to the
-        timeout) when ``block``, else None when there is none yet."""
+    def take(self, sources: Sequence[int], ctx: int, tag: int, block: bool,
+             timeout_s: float | None = None) -> tuple[int, bytes] | None:
+        """The oldest message from one of ``sources`` on (ctx, tag): wait for it (up to
+        ``timeout_s``, default the transport's) when ``block``, else None when there is none
+        yet."""
+        limit = self.timeout_s if timeout_s is None else timeout_s
         def ready() -> tuple[int, bytes] | None:
             for src in sources:
                 q = self.mail.get((src, ctx, tag))
@@ -200,9 +202,9 @@ class Transport:
                 got[0] = ready()
                 return got[0] is not None
             if block:
-                if not self.cond.wait_for(check, self.timeout_s):
+                if not self.cond.wait_for(check, limit):
                     raise DistBackendError(f"gloo: rank {self.rank} timed out after "
-                                           f"{self.timeout_s:g} s waiting for ranks "
+                                           f"{limit:g} s waiting for ranks "
                                            f"{list(sources)}")
             else:
                 check()
@@ -251,6 +253,7 @@ class Comm:
     def __init__(self, transport: Transport, ranks: list[int], ctx: int,
                  owns_transport: bool = False) -> None:
         self.t, self.ranks, self.ctx = transport, list(ranks), ctx
+        self.timeout_s: float | None = None  # this group's waits (None: the transport's)
         self.me = self.ranks.index(transport.rank)
         self._seq = 0
         self._children = 0
@@ -268,7 +271,8 @@ class Comm:
         self.t.send(self.ranks[dst], self.ctx, tag, data)
 
     def _recv(self, src: int, tag: int) -> bytes:
-        return self.t.take([self.ranks[src]], self.ctx, tag, True)[1]  # type: ignore[index]
+        return self.t.take([self.ranks[src]], self.ctx, tag, True,  # type: ignore[index]
+                           self.timeout_s)[1]
 
     def _start(self, body: Callable[[int], Any]) -> Request:
         """Queue collective ``body(tag)`` behind the ones issued before it."""
@@ -423,7 +427,7 @@ class Comm:
 
         def poll(block: bool) -> bool:
             if not result:
-                got = self.t.take(self._sources(source), self.ctx, tag, block)
+                got = self.t.take(self._sources(source), self.ctx, tag, block, self.timeout_s)
                 if got is None:
                     return False
                 result.append(deliver(self.ranks.index(got[0]), got[1]))
@@ -439,7 +443,8 @@ class Comm:
 
     def Recv(self, buf: np.ndarray, source: int, tag: int,  # noqa: N802
              status: Status | None = None) -> None:
-        src, data = self.t.take(self._sources(source), self.ctx, tag, True)  # type: ignore[misc]
+        src, data = self.t.take(self._sources(source), self.ctx, tag, True,  # type: ignore[misc]
+                                self.timeout_s)
         _copy_into(buf, data, "recv")
         if status is not None:
             status.source = self.ranks.index(src)
@@ -450,7 +455,8 @@ class Comm:
 
     def recv(self, buf: Any = None, source: int = ANY_SOURCE, tag: int = 0,
              status: Status | None = None) -> Any:
-        src, data = self.t.take(self._sources(source), self.ctx, tag, True)  # type: ignore[misc]
+        src, data = self.t.take(self._sources(source), self.ctx, tag, True,  # type: ignore[misc]
+                                self.timeout_s)
         if status is not None:
             status.source = self.ranks.index(src)
         return pickle.loads(data)
@@ -508,7 +514,11 @@ class Comm:
     # -- communicators -----------------------------------------------------------------------
     def Dup(self) -> Comm:  # noqa: N802
         self._children += 1
-        return Comm(self.t, self.ranks, _child_id(self.ctx, self._children))
+        return self._child(Comm(self.t, self.ranks, _child_id(self.ctx, self._children)))
+
+    def _child(self, comm: Comm) -> Comm:
+        comm.timeout_s = self.timeout_s
+        return comm
 
     def Split(self, color: int, key: int = 0) -> Comm | None:  # noqa: N802
         """The ranks that pass the same ``color``, ordered by ``key`` (``UNDEFINED``: None)."""
@@ -518,8 +528,8 @@ class Comm:
         if color == UNDEFINED:
             return None
         members = sorted((k, r) for r, (c, k) in enumerate(picks) if c == color)
-        return Comm(self.t, [self.ranks[r] for _, r in members],
-                    _child_id(self.ctx, child, color))
+        return self._child(Comm(self.t, [self.ranks[r] for _, r in members],
+                                _child_id(self.ctx, child, color)))
 
     def Exclude(self, excluded: Sequence[int]) -> Comm:  # noqa: N802
         """The communicator of the other ranks, made by them alone (the excluded ones may be
@@ -527,9 +537,9 @@ class Comm:
         this communicator owns it."""
         self._children += 1
         gone = set(excluded)
-        child = Comm(self.t, [r for i, r in enumerate(self.ranks) if i not in gone],
-                     _child_id(self.ctx, self._children, "exclude", tuple(sorted(gone))),
-                     owns_transport=self._owns)
+        child = self._child(Comm(self.t, [r for i, r in enumerate(self.ranks) if i not in gone],
+                                 _child_id(self.ctx, self._children, "exclude",
+                                           tuple(sorted(gone))), owns_transport=self._owns))
         self._owns = False
         return child
 

@@ -62,7 +62,7 @@ def _finish(work: Work, after: Callable[[], None], async_op: bool,
             result: list[Tensor]) -> Any:
     """Run ``after`` once ``work`` is done; the blocking form waits, the async one returns
     a Future of ``result``."""
-    chained = Work(work._requests, lambda: (work._complete(), after()), result)
+    chained = Work(work._requests, lambda: (work._complete(), after()), result, work._limit_s)
     if async_op:
         return chained.get_future()
     chained.wait()

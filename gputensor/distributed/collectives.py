@@ -17,6 +17,7 @@ from gputensor.futures import Future
 
 from . import _mpi
 from .debug import check_collective
+from .errors import DistBackendError
 from .process_group import ProcessGroup, resolve
 from .reduce_op import ReduceOp
 
@@ -26,8 +27,9 @@ class Work:
     back then), ``is_completed()`` asks without blocking."""
 
     def __init__(self, requests: Sequence[Any], finish: Callable[[], None],
-                 result: list[Tensor] | None = None) -> None:
+                 result: list[Tensor] | None = None, limit_s: float | None = None) -> None:
         self._requests, self._finish, self._result = list(requests), finish, result or []
+        self._limit_s = limit_s  # the group's timeout (MPI requests are polled against it)
         self._done = False
 
     def _complete(self) -> None:
@@ -36,8 +38,15 @@ class Work:
             self._finish()
 
     def wait(self, timeout: Any = None) -> bool:
+        """Wait for the work: up to ``timeout`` (a timedelta) or the group's timeout on MPI,
+        whose own waits have no limit (the gloo engine enforces its own)."""
         if self._requests:  # the engine's Request class (mpi4py's, or _gloo's)
-            type(self._requests[0]).Waitall(self._requests)
+            kind = type(self._requests[0])
+            limit = timeout.total_seconds() if timeout is not None else self._limit_s
+            if limit is not None and kind.__module__.startswith("mpi4py"):
+                _wait_bounded(kind, self._requests, limit)
+            else:
+                kind.Waitall(self._requests)
         self._complete()
         return True
 
@@ -66,6 +75,20 @@ class Work:
 
     def __repr__(self) -> str:
         return f"<Work {'done' if self._done else 'in flight'}>"
+
+
+def _wait_bounded(kind: Any, requests: list[Any], limit_s: float) -> None:
+    """MPI's Waitall, with a limit: Testall spins as Waitall does (MPI progresses inside its
+    calls), and the clock is read every few hundred tests."""
+    deadline = time.monotonic() + limit_s
+    spins = 0
+    while not kind.Testall(requests):
+        spins += 1
+        if spins % 256 == 0 and time.monotonic() > deadline:
+            from .process_group import get_rank
+            raise DistBackendError(f"rank {get_rank()} timed out after {limit_s:g} s waiting "
+                                   f"for a collective: a peer did not reach it (has one "
+                                   f"failed, or do the ranks run different collectives?)")
 
 
 class _WorkFuture(Future):
@@ -141,9 +164,9 @@ def _queued(event: Any, async_op: bool, result: list[Tensor] | None = None) -> W
     return _StreamWork(event, result) if async_op else None
 
 
-def _run(requests: list[Any], finish: Callable[[], None], async_op: bool,
+def _run(pg: ProcessGroup, requests: list[Any], finish: Callable[[], None], async_op: bool,
          result: list[Tensor] | None = None) -> Work | None:
-    work = Work(requests, finish, result)
+    work = Work(requests, finish, result, pg.timeout_s())
     if async_op:
         return work
     work.wait()
@@ -193,7 +216,7 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: Any = None,  # noq
     buf = _mpi.Buffer(tensor, "all_reduce")
     mop = pg.engine.reduction(op, tensor.dtype, "all_reduce")
     req = pg.comm.Iallreduce(pg.engine.IN_PLACE, buf.array, mop)
-    return _run([req], _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish), async_op,
+    return _run(pg, [req], _finish_all(_mpi.averaging(op, buf, pg.size()), buf.finish), async_op,
                 [tensor])
 
 
@@ -215,7 +238,7 @@ def reduce(tensor: Tensor, dst: int | None = None, op: Any = ReduceOp.SUM,
     else:
         req = pg.comm.Ireduce(buf.array, None, mop, root)
         finish = _finish_all()
-    return _run([req], finish, async_op, [tensor])
+    return _run(pg, [req], finish, async_op, [tensor])
 
 
 def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,  # noqa: A002
@@ -235,7 +258,7 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
     out = _mpi.Buffer(output, "reduce_scatter_tensor")
     mop = pg.engine.reduction(op, output.dtype, "reduce_scatter_tensor")
     req = pg.comm.Ireduce_scatter_block(src.array, out.array, mop)
-    return _run([req], _finish_all(_mpi.averaging(op, out, n), out.finish), async_op, [output])
+    return _run(pg, [req], _finish_all(_mpi.averaging(op, out, n), out.finish), async_op, [output])
 
 
 def reduce_scatter_single(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,  # noqa: A002
@@ -270,7 +293,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: Any = None,  # noqa
         return _queued(nccl.broadcast(tensor, root), async_op, [tensor])
     buf = _mpi.Buffer(tensor, "broadcast", writes=pg.rank() != root)
     req = pg.comm.Ibcast(buf.array, root)
-    return _run([req], buf.finish, async_op, [tensor])
+    return _run(pg, [req], buf.finish, async_op, [tensor])
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
@@ -290,7 +313,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor, group: A
     src = _mpi.Buffer(input_tensor, "all_gather_into_tensor", writes=False)
     out = _mpi.Buffer(output_tensor, "all_gather_into_tensor")
     req = pg.comm.Iallgather(src.array, out.array)
-    return _run([req], out.finish, async_op, [output_tensor])
+    return _run(pg, [req], out.finish, async_op, [output_tensor])
 
 
 def all_gather_single(output_tensor: Tensor, input_tensor: Tensor, group: Any = None,
@@ -319,7 +342,7 @@ def all_gather(tensor_list: list[Tensor], tensor: Tensor, group: Any = None,  # 
     if isinstance(work, _StreamWork):  # queued: the copies queue behind it on the stream
         scatter_back()
         return work if async_op else None
-    return _run(work._requests, _finish_all(work._finish, scatter_back), async_op,
+    return _run(pg, work._requests, _finish_all(work._finish, scatter_back), async_op,
                 list(tensor_list))
 
 
@@ -335,7 +358,7 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
         if gather_list:
             raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination "
                              "ranks.")
-        return _run([pg.comm.Igather(src.array, None, root)], lambda: None, async_op)
+        return _run(pg, [pg.comm.Igather(src.array, None, root)], lambda: None, async_op)
     if gather_list is None or len(gather_list) != pg.size():
         raise ValueError(f"gather: gather_list on the destination rank must have world size "
                          f"({pg.size()}) tensors")
@@ -349,7 +372,7 @@ def gather(tensor: Tensor, gather_list: list[Tensor] | None = None, dst: int | N
             for i, t in enumerate(gather_list):
                 part = gt.from_numpy(flat[i * n:(i + 1) * n].reshape(tuple(t.shape)))
                 t.copy_(part)
-    return _run([req], scatter_back, async_op)
+    return _run(pg, [req], scatter_back, async_op)
 
 
 def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int | None = None,
@@ -364,13 +387,13 @@ def scatter(tensor: Tensor, scatter_list: list[Tensor] | None = None, src: int |
         if scatter_list:
             raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source "
                              "ranks.")
-        return _run([pg.comm.Iscatter(None, out.array, root)], out.finish, async_op)
+        return _run(pg, [pg.comm.Iscatter(None, out.array, root)], out.finish, async_op)
     if scatter_list is None or len(scatter_list) != pg.size():
         raise ValueError(f"scatter: scatter_list on the source rank must have world size "
                          f"({pg.size()}) tensors")
     _same_shapes(scatter_list, tensor, "scatter")
     flat = _mpi.Buffer(gt.cat([t.reshape(-1) for t in scatter_list]), "scatter", writes=False)
-    return _run([pg.comm.Iscatter(flat.array, out.array, root)], out.finish, async_op)
+    return _run(pg, [pg.comm.Iscatter(flat.array, out.array, root)], out.finish, async_op)
 
 
 def all_to_all_single(output: Tensor, input: Tensor,  # noqa: A002
@@ -391,7 +414,7 @@ def all_to_all_single(output: Tensor, input: Tensor,  # noqa: A002
     counts_out = [r * row_out for r in out_rows]
     req = pg.comm.Ialltoallv([src.array, (counts_in, _offsets(counts_in))],
                              [out.array, (counts_out, _offsets(counts_out))])
-    return _run([req], out.finish, async_op, [output])
+    return _run(pg, [req], out.finish, async_op, [output])
 
 
 def _splits(t: Tensor, sizes: Sequence[int] | None, n: int, what: str) -> list[int]:
@@ -432,14 +455,14 @@ def all_to_all(output_tensor_list: list[Tensor], input_tensor_list: list[Tensor]
             for t in output_tensor_list:
                 t.copy_(flat_out[start:start + t.numel()].reshape(t.shape))
                 start += t.numel()
-    return _run(work._requests, _finish_all(work._finish, scatter_back), async_op)
+    return _run(pg, work._requests, _finish_all(work._finish, scatter_back), async_op)
 
 
 def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None,  # noqa: A002
             timeout: Any = None) -> Work | None:
     pg = resolve(group)
     check_collective(pg, "barrier", [])
-    return _run([pg.comm.Ibarrier()], lambda: None, async_op)
+    return _run(pg, [pg.comm.Ibarrier()], lambda: None, async_op)
 
 
 def monitored_barrier(group: Any = None, timeout: Any = None,  # noqa: A002
@@ -479,7 +502,7 @@ def isend(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 
     if nccl is not None:
         return _StreamWork(nccl.send(tensor, peer))
     buf = _mpi.Buffer(tensor, "isend", writes=False)
-    return Work([pg.comm.Isend(buf.array, peer, tag)], lambda: None)
+    return Work([pg.comm.Isend(buf.array, peer, tag)], lambda: None, None, pg.timeout_s())
 
 
 def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 0,  # noqa: A002
@@ -493,7 +516,7 @@ def irecv(tensor: Tensor, src: int | None = None, group: Any = None, tag: int = 
             raise RuntimeError("irecv from any source is not supported by NCCL: name src")
         return _StreamWork(nccl.recv(tensor, peer))
     buf = _mpi.Buffer(tensor, "irecv")
-    return Work([pg.comm.Irecv(buf.array, peer, tag)], buf.finish)
+    return Work([pg.comm.Irecv(buf.array, peer, tag)], buf.finish, None, pg.timeout_s())
 
 
 def send(tensor: Tensor, dst: int | None = None, group: Any = None, tag: int = 0,  # noqa: A002

@@ -63,6 +63,7 @@ class ProcessGroup(ProcessGroupMethods):
         self._use_nccl = nccl     # CUDA tensors go through NCCL (else MPI, staged on the host)
         self._nccl: Any = None    # the NCCL communicator, made at the first CUDA collective
         self.bound_device_id: Any = None
+        self._devices: dict[str, Backend] | None = None  # "cpu:gloo,cuda:nccl": device -> backend
         self.group_desc = "undefined"
         self._name = str(_group_count)  # every rank counts every group made (PyTorch's names)
 
@@ -71,13 +72,30 @@ class ProcessGroup(ProcessGroupMethods):
         return self._name
 
     def nccl_for(self, t: Any) -> Any:
-        """The NCCL communicator for CUDA tensor ``t`` (None: the MPI engine serves it)."""
+        """The NCCL communicator for CUDA tensor ``t`` (None: the host engine serves it). A
+        group made from a device:backend string refuses tensors of a device it does not
+        name, as PyTorch does."""
+        if self._devices is not None:
+            device = "cuda" if getattr(t, "is_cuda", False) else "cpu"
+            if device not in self._devices:
+                raise RuntimeError(f"No backend type associated with device type {device}")
         if not (self._use_nccl and getattr(t, "is_cuda", False)):
             return None
         if self._nccl is None:
             from ._nccl import Communicator
             self._nccl = Communicator(self.comm, t.device.index or 0)
         return self._nccl
+
+    def timeout_s(self) -> float:
+        """How long this group's waits last: the gloo engine's per-communicator limit, or the
+        group's ``_timeout`` (MPI waits are polled against it; MPI has no limit of its own)."""
+        own = getattr(self.comm, "timeout_s", None)
+        if own is not None:
+            return float(own)
+        transport = getattr(self.comm, "t", None)
+        if transport is not None:
+            return float(transport.timeout_s)
+        return getattr(self, "_timeout", default_pg_timeout).total_seconds()
 
     def rank(self) -> int:
         return self.comm.Get_rank()
@@ -187,6 +205,36 @@ def _uses_mpi(name: str, init_method: str | None, store: Any) -> bool:
     return not ({"RANK", "MASTER_ADDR"} & set(os.environ)) and _mpi.available()
 
 
+def device_backends(backend: Any) -> dict[str, Backend] | None:
+    """The device -> backend map of a ``"cpu:gloo,cuda:nccl"``-style string (None for a plain
+    name or None). A group has one host engine (gloo or MPI): it serves CPU tensors, and CUDA
+    tensors staged through host memory unless CUDA's backend is NCCL."""
+    if backend is None or ":" not in str(backend):
+        return None
+    from .backends import BackendConfig
+    pairs = BackendConfig(Backend(backend)).device_backend_map
+    allowed = {"cpu": _CPU_BACKENDS, "cuda": (*_CPU_BACKENDS, Backend.NCCL)}
+    for device, be in pairs.items():
+        if be not in allowed.get(device, ()):
+            raise ValueError(f"Invalid backend '{be}' for device type '{device}' in "
+                             f"'{backend}' (gputensor has cpu: 'gloo', 'mpi'; cuda: 'nccl', "
+                             f"'gloo', 'mpi')")
+    engines = {be for be in pairs.values() if be != Backend.NCCL}
+    if len(engines) > 1:
+        raise ValueError(f"'{backend}' names two host engines ({', '.join(sorted(engines))}); "
+                         f"a gputensor group runs one: name the same one for cpu and cuda")
+    return pairs
+
+
+def _engine_of(backend: Any, devices: dict[str, Backend] | None) -> tuple[Backend, bool]:
+    """(the host engine's or NCCL's name, whether CUDA tensors were asked to use NCCL)."""
+    if devices is None:
+        name = Backend(backend or "mpi")
+        return name, name == Backend.NCCL
+    host = next((be for be in devices.values() if be != Backend.NCCL), Backend.NCCL)
+    return Backend(host), devices.get("cuda") == Backend.NCCL
+
+
 def _rendezvous(init_method: str | None, rank: int, world_size: int,
                 timeout: datetime.timedelta) -> tuple[Store, int, int]:
     """The store the processes meet in, and this process's rank and the world size, from the
@@ -230,15 +278,16 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         raise ValueError("trying to initialize the default process group twice!")
     _group_count = 0
     from . import _nccl
-    name = Backend(backend or "mpi")
-    if name == Backend.NCCL and not _nccl.available():
+    devices = device_backends(backend)
+    name, wants_nccl = _engine_of(backend, devices)
+    if wants_nccl and not _nccl.available():
         raise RuntimeError("Distributed package doesn't have NCCL built in")
     if name not in (*_CPU_BACKENDS, Backend.NCCL):
         raise ValueError(f"Invalid backend: '{backend}' (available: 'mpi', 'gloo', 'nccl')")
     if init_method is not None and store is not None:
         raise ValueError("Cannot specify both init_method and store.")
     # Like PyTorch's default "cpu:gloo,cuda:nccl": CUDA tensors use NCCL where it exists.
-    use_nccl = name == Backend.NCCL or (backend is None and _nccl.available())
+    use_nccl = wants_nccl or (backend is None and _nccl.available())
     if not _uses_mpi(name, init_method, store):
         limit = timeout or default_pg_timeout
         if store is not None:
@@ -257,7 +306,7 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         comm = _gloo.world(PrefixStore(f"default_pg/{_inits}", store), rank, world_size,
                            limit.total_seconds())
         pg = ProcessGroup(comm, list(range(world_size)), backend or "gloo", use_nccl, _gloo)
-        pg._store = store
+        pg._store, pg._devices = store, devices
         _close_on_uncaught(comm)
         GroupMember.WORLD = group.WORLD = pg
         _groups.append(pg)
@@ -276,8 +325,9 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
     if world_size not in (-1, size) or rank not in (-1, me):
         raise ValueError(f"init_process_group(world_size={world_size}, rank={rank}) does not "
                          f"match the MPI job (world size {size}, this process rank {me})")
-    pg = ProcessGroup(world.Dup(), list(range(size)), name, use_nccl)
-    pg._timeout = timeout or default_pg_timeout  # MPI has no limit of its own: DDP's waits use it
+    pg = ProcessGroup(world.Dup(), list(range(size)), backend if devices else name, use_nccl)
+    pg._devices = devices
+    pg._timeout = timeout or default_pg_timeout  # MPI has no limit of its own: waits poll it
     GroupMember.WORLD = group.WORLD = pg
     _groups.append(pg)
     if size > 1:
@@ -318,9 +368,14 @@ def new_group(ranks: list[int] | None = None, timeout: Any = None, backend: Any 
                             members.index(me) if me in members else 0)
     if me not in members:
         return GroupMember.NON_GROUP_MEMBER
-    pg = ProcessGroup(comm, members, world.name() if backend is None else backend,
-                      world._use_nccl if backend is None else Backend(backend) == Backend.NCCL,
+    devices = world._devices if backend is None else device_backends(backend)
+    use_nccl = world._use_nccl if backend is None else _engine_of(backend, devices)[1]
+    pg = ProcessGroup(comm, members, world.name() if backend is None else backend, use_nccl,
                       world.engine)
+    pg._devices = devices
+    pg._timeout = getattr(world, "_timeout", default_pg_timeout)
+    if timeout is not None:  # (a gloo communicator inherits its parent's otherwise)
+        _set_pg_timeout(timeout, pg)
     _groups.append(pg)
     return pg
 
@@ -349,20 +404,23 @@ def get_backend_config(group: Any = None) -> str:  # noqa: A002
     if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")
     pg = resolve(group)
+    if pg._devices is not None:
+        return ",".join(f"{device}:{be}" for device, be in pg._devices.items())
     if pg._backend == Backend.NCCL:
         return "cuda:nccl"
     return f"cpu:{pg._backend},cuda:{Backend.NCCL if pg._use_nccl else pg._backend}"
 
 
 def _set_pg_timeout(timeout: datetime.timedelta, group: Any = None) -> None:  # noqa: A002
-    """Let the group's waits last ``timeout`` (the gloo engine's connections, shared by the
-    groups of a process; MPI's own waits have no limit, DDP's honour the group's
-    ``_timeout``)."""
+    """Let the group's waits last ``timeout``: the gloo engine's communicator of the group,
+    and the limit its MPI waits are polled against (MPI has none of its own)."""
     pg = resolve(group)
+    if not isinstance(timeout, datetime.timedelta):
+        raise TypeError(f"Expected timeout argument to be of type datetime.timedelta, got "
+                        f"{type(timeout).__name__}")
     pg._timeout = timeout
-    transport = getattr(pg.comm, "t", None)
-    if transport is not None:
-        transport.timeout_s = timeout.total_seconds()
+    if hasattr(pg.comm, "timeout_s"):
+        pg.comm.timeout_s = timeout.total_seconds()
 
 
 def get_process_group_ranks(group: Any) -> list[int]:  # noqa: A002

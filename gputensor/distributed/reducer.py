@@ -45,22 +45,12 @@ _UNEVEN_HINT = ("a peer is not running the same collectives; if the ranks have d
                 "(DistributedDataParallel.join)")
 
 
-def _timeout_s(pg: Any) -> float:
-    """The group's timeout: the gloo engine's own, else the one ``init_process_group`` (or
-    ``_set_pg_timeout``) gave it."""
-    transport = getattr(pg.comm, "t", None)
-    if transport is not None:
-        return float(transport.timeout_s)
-    from .process_group import default_pg_timeout
-    return getattr(pg, "_timeout", default_pg_timeout).total_seconds()
-
-
 def wait_for(work: Any, pg: Any, what: str) -> Any:
     """``work.wait()`` (a ``Work`` or a Future), bounded by the group's timeout: MPI's requests
     are polled (its waits have no limit; the gloo engine enforces its own; an NCCL work only
     orders the stream), and a failure says what DDP was waiting for."""
     from . import process_group as P
-    limit = _timeout_s(pg)
+    limit = pg.timeout_s()
     try:
         polls = pg.engine.__name__.endswith("_mpi") and not isinstance(work, _StreamWork)
         if polls and not _done(work):

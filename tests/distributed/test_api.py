@@ -287,3 +287,49 @@ def test_device_mesh_in_one_process_is_torchs() -> None:
     finally:
         tdist.destroy_process_group()
         dist.destroy_process_group()
+
+
+# -- device:backend strings and per-group timeouts ------------------------------------------------
+def test_device_backend_strings() -> None:
+    dist.init_process_group("cuda:gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert dist.get_backend() == "cuda:gloo" and dist.get_backend_config() == "cuda:gloo"
+        with pytest.raises(RuntimeError, match="No backend type associated with device type cpu"):
+            dist.all_reduce(gt.ones(2))
+        sub = dist.new_group([0], backend="cpu:gloo,cuda:gloo")
+        assert dist.get_backend_config(sub) == "cpu:gloo,cuda:gloo"
+        t = gt.ones(2)
+        dist.all_reduce(t, group=sub)
+        assert t.tolist() == [1.0, 1.0]
+    finally:
+        dist.destroy_process_group()
+    for bad, err, match in [
+            ("cpu:gloo,cuda:mpi", ValueError, "two host engines"),
+            ("cpu:nccl", ValueError, "Invalid backend 'nccl' for device type 'cpu'"),
+            ("cpu:gloo,cpu:mpi", ValueError, "Duplicate device type cpu")]:
+        with pytest.raises(err, match=match):
+            dist.init_process_group(bad, store=dist.HashStore(), rank=0, world_size=1)
+        assert not dist.is_initialized()
+    if not dist.is_nccl_available():
+        with pytest.raises(RuntimeError, match="doesn't have NCCL built in"):
+            dist.init_process_group("cpu:gloo,cuda:nccl", store=dist.HashStore(), rank=0,
+                                    world_size=1)
+
+
+def test_new_group_timeout_bounds_that_groups_waits() -> None:
+    import time
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1,
+                            timeout=datetime.timedelta(seconds=600))
+    try:
+        quick = dist.new_group([0], timeout=datetime.timedelta(seconds=0.3))
+        assert quick.timeout_s() == pytest.approx(0.3)
+        assert dist.group.WORLD.timeout_s() == 600  # the world keeps its own
+        t0 = time.monotonic()
+        with pytest.raises(dist.DistBackendError, match="timed out after 0.3 s"):
+            dist.recv(gt.empty(1), src=0, group=quick)  # nobody sends it
+        assert time.monotonic() - t0 < 10
+        with pytest.raises(TypeError, match="datetime.timedelta"):
+            dist.new_group([0], timeout=5)
+    finally:
+        dist.destroy_process_group()

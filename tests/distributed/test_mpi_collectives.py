@@ -32,6 +32,12 @@ def _run(n: int, device: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=TIMEOUT)
 
 
+def _run_script(n: int, script: str) -> subprocess.CompletedProcess:
+    return subprocess.run([_mpiexec(), "-n", str(n), sys.executable, "-c", script], cwd=ROOT,
+                          capture_output=True, text=True, timeout=TIMEOUT,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
 @pytest.mark.parametrize("n", [2, 3])
 def test_collectives_on_cpu(n: int) -> None:
     res = _run(n, "cpu")
@@ -53,9 +59,7 @@ def test_failing_rank_fails_the_job() -> None:
               "dist.init_process_group('gloo')\n"
               "if dist.get_rank() == 1:\n    raise ValueError('rank one gives up')\n"
               "dist.all_reduce(gt.ones(1))\n")
-    res = subprocess.run([_mpiexec(), "-n", "2", sys.executable, "-c", script], cwd=ROOT,
-                         capture_output=True, text=True, timeout=TIMEOUT,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    res = _run_script(2, script)
     assert res.returncode != 0 and "rank one gives up" in res.stderr
 
 
@@ -130,3 +134,22 @@ def test_sync_batchnorm_alone_is_batchnorm() -> None:
         sync(gt.ones(3))
     with pytest.raises(ValueError, match="number of input channels should be non-zero"):
         gt.nn.SyncBatchNorm(0)(gt.ones(2, 0))
+
+
+def test_a_collective_a_peer_skips_times_out() -> None:
+    """MPI's waits have no limit of their own: a collective one rank never reaches fails on the
+    other within the group's timeout (DistBackendError) instead of hanging."""
+    script = ("import datetime, os, time, gputensor as gt, gputensor.distributed as dist\n"
+              "dist.init_process_group('mpi', timeout=datetime.timedelta(seconds=1.5))\n"
+              "if dist.get_rank() == 0:\n"
+              "    t0 = time.monotonic()\n"
+              "    try:\n        dist.all_reduce(gt.ones(1))\n"
+              "    except dist.DistBackendError as e:\n"
+              "        print(f'raised after {time.monotonic() - t0:.1f} s: {e}', flush=True)\n"
+              "else:\n    time.sleep(4)\n"
+              "os._exit(0)  # rank 0 still has the abandoned collective in flight\n")
+    res = _run_script(2, script)
+    assert "timed out after 1.5 s waiting for a collective" in res.stdout, \
+        res.stdout + res.stderr
+    took = float(res.stdout.split("raised after ")[1].split(" s")[0])
+    assert 1.4 <= took < 4
