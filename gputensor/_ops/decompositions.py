@@ -56,11 +56,12 @@ def check_matrix(A: Any, fn: str, square: bool = True, low: str | None = None,
     complex (``low``: the kernel PyTorch names for half inputs, else its low-precision error)."""
     if not isinstance(A, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' must be Tensor, not {type(A).__name__}")
-    if A.dim() < 2:
+    shape = A.shape
+    if len(shape) < 2:
         raise RuntimeError(f"{fn}: The input tensor {name} must have at least 2 dimensions.")
-    if square and A.shape[-1] != A.shape[-2]:
+    if square and shape[-1] != shape[-2]:
         raise RuntimeError(f"{fn}: {name} must be batches of square matrices, but they are "
-                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+                           f"{shape[-2]} by {shape[-1]} matrices")
     check_dtype(A, fn, low)
 
 
@@ -96,6 +97,8 @@ def info_codes(info: Tensor) -> list[tuple[int, int]]:
         return []
     import numpy as np
     flat = (info.cpu() if info.is_cuda else info)._host.reshape(-1)
+    if not flat.any():  # the common case, without building an index array
+        return []
     return [(int(i), int(flat[i])) for i in np.flatnonzero(flat)[:1]]
 
 
@@ -199,12 +202,15 @@ def _linalg_solve_ex(A: Tensor, B: Tensor, left: bool = True) -> tuple[Tensor, T
     if not left:  # XA = B  <=>  A^T X^T = B^T
         res, info = _linalg_solve_ex(A.mT, B.mT, True)
         return return_types.linalg_solve_ex(res.mT, info)
-    batch = gt.broadcast_shapes(_batch(A), _batch(B))
-    A_ = A.expand(*batch, *A.shape[-2:])
-    B_ = B.expand(*batch, *B.shape[-2:])
-    res = empty(tuple(B_.shape), A.dtype, A.device)
+    a_shape, b_shape = tuple(A.shape), tuple(B.shape)
+    batch = a_shape[:-2]
+    if b_shape[:-2] != batch:  # broadcast batch dims (views; the common case needs none)
+        batch = tuple(gt.broadcast_shapes(batch, b_shape[:-2]))
+        A = A.expand(*batch, *a_shape[-2:]) if a_shape[:-2] != batch else A
+        B = B.expand(*batch, *b_shape[-2:]) if b_shape[:-2] != batch else B
+    res = empty((*batch, *b_shape[-2:]), A.dtype, A.device)
     info = empty(batch, D.int32, A.device)
-    _run("_linalg_solve_ex", A, (res, info), (A_, B_))
+    _run("_linalg_solve_ex", A, (res, info), (A, B))
     return return_types.linalg_solve_ex(res, info)
 
 
@@ -282,8 +288,9 @@ def _cholesky_grad(g: Tensor, out: Tensor, upper: bool) -> Tensor:
     output_differentiable=(True, False),
     grad={"A": lambda g, out, upper: _cholesky_grad(g, out, upper)}, jvp="transpose")
 def _linalg_cholesky_ex(A: Tensor, upper: bool = False) -> tuple[Tensor, Tensor]:
-    L = empty(tuple(A.shape), A.dtype, A.device)
-    info = empty(_batch(A), D.int32, A.device)
+    shape = tuple(A.shape)
+    L = empty(shape, A.dtype, A.device)
+    info = empty(shape[:-2], D.int32, A.device)
     _run("_linalg_cholesky_ex", A, (L, info), (A,), bool(upper))
     return return_types.linalg_cholesky_ex(L, info)
 

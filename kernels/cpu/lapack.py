@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from gputensor._tensor import Tensor
+from gputensor.kernels.cpu import lapack_batched as batched
 from gputensor.kernels.registry import CPU
 
 KERNELS: dict[str, Callable[..., None]] = {}
@@ -36,7 +37,15 @@ def _kernel(name: str) -> Callable:
 
 
 def _on_host(lib: Any) -> bool:
-    return lib.xp is np
+    from gputensor.kernels.cuda.runtime import HOST_LIBRARY
+    return lib is HOST_LIBRARY or lib.xp is np  # the first test spares a module lookup
+
+
+def _small_real(lib: Any, a: np.ndarray) -> bool:
+    """Host float32/float64 matrices below SMALL rows and columns: one compiled loop calls
+    LAPACK matrix by matrix (lapack_batched.py)."""
+    return (a.dtype.kind == "f" and a.dtype.itemsize in (4, 8) and a.shape[-1] < batched.SMALL
+            and a.shape[-2] < batched.SMALL and _on_host(lib))
 
 
 def _lapack(name: str, a: np.ndarray) -> Callable:
@@ -45,8 +54,9 @@ def _lapack(name: str, a: np.ndarray) -> Callable:
 
 
 # From this order on, SciPy's LAPACK wrappers (one call per matrix) beat NumPy's gufunc loop,
-# whose per-matrix work is sized for small matrices (measured on 512x512: 2-10x).
-_LARGE = 64
+# whose per-matrix work is sized for small matrices (measured on 512x512: 2-10x); below it,
+# real matrices go through lapack_batched (complex ones through NumPy's gufuncs).
+_LARGE = batched.SMALL
 
 
 def _large(a: np.ndarray) -> bool:
@@ -67,13 +77,34 @@ def _diag(a: Any, xp: Any) -> Any:
 
 
 # -- LU family: solve, inv, det, slogdet -----------------------------------------------------
+def _getrf_info_cuda(lib: Any, a: Any) -> Any:
+    """LAPACK getrf's info of each (square) matrix on a GPU: the 1-based index of the first
+    exactly zero diagonal entry of U, 0 for none. CuPy's solve/inv keep their own info, and
+    the non-finite rows of their results need not say it (a singular 70x70 inverse came back
+    finite on an H200), so a batched cuBLAS getrf of a column-major copy gives U."""
+    import cupy_backends.cuda.libs.cublas as cublas
+    xp = lib.xp
+    n = a.shape[-1]
+    lu = xp.ascontiguousarray(xp.swapaxes(a.reshape(-1, n, n), -1, -2))  # A, column-major
+    count = lu.shape[0]
+    ptrs = lu.data.ptr + xp.arange(count, dtype=xp.uint64) * (n * n * lu.itemsize)
+    piv = xp.empty((count, n), xp.int32)
+    codes = xp.empty(count, xp.int32)
+    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[a.dtype.name]
+    getattr(cublas, f"{prefix}getrfBatched")(lib.device.get_cublas_handle(), n, ptrs.data.ptr,
+                                             n, piv.data.ptr, codes.data.ptr, count)
+    return _first_failure(_diag(lu, xp) == 0, xp).reshape(a.shape[:-2])
+
+
 @_kernel("_linalg_solve_ex")
 def solve(lib: Any, outs: list, ins: list) -> None:
     (x, info), (a, b) = outs, ins
-    xp = lib.xp
     if a.size == 0 or b.size == 0:
         x[...] = 0
         info[...] = 0
+        return
+    if _small_real(lib, a):
+        batched.solve(a, b, x, info)
         return
     if _on_host(lib):
         if not _large(a):
@@ -93,13 +124,12 @@ def solve(lib: Any, outs: list, ins: list) -> None:
             info[i] = code
         return
     x[...] = lib.linalg.solve(a, b)
-    info[...] = _first_failure(~xp.isfinite(x).all(axis=-1), xp)
+    info[...] = _getrf_info_cuda(lib, a)
 
 
 @_kernel("_linalg_inv_ex")
 def inv(lib: Any, outs: list, ins: list) -> None:
     (ainv, info), (a,) = outs, ins
-    xp = lib.xp
     if a.size == 0:
         info[...] = 0
         return
@@ -119,7 +149,7 @@ def inv(lib: Any, outs: list, ins: list) -> None:
                 ainv[i] = getri(lu, piv)[0] if code == 0 else _singular_inverse(lu, piv)
         return
     ainv[...] = lib.linalg.inv(a)
-    info[...] = _first_failure(~xp.isfinite(ainv).all(axis=-1), xp)
+    info[...] = _getrf_info_cuda(lib, a)
 
 
 def _singular_inverse(lu: np.ndarray, piv: np.ndarray) -> np.ndarray:
@@ -177,10 +207,13 @@ def lu_factor(lib: Any, outs: list, ins: list) -> None:
 @_kernel("_linalg_cholesky_ex")
 def cholesky(lib: Any, outs: list, ins: list, upper: bool) -> None:
     (factor, info), (a,) = outs, ins
-    xp = lib.xp
     if a.size == 0:
         info[...] = 0
         return
+    if _small_real(lib, a):
+        batched.cholesky(a, factor, info, upper)
+        return
+    xp = lib.xp
     if _on_host(lib):
         if not _large(a):
             try:
@@ -209,6 +242,10 @@ def cholesky(lib: Any, outs: list, ins: list, upper: bool) -> None:
 def eigh(lib: Any, outs: list, ins: list, uplo: str) -> None:
     (w, v), (a,) = outs, ins
     if a.size == 0:
+        return
+    if _small_real(lib, a):
+        if batched.eigh(a, w, v, uplo == "L").any():  # NumPy's exception, as on the path below
+            raise np.linalg.LinAlgError("Eigenvalues did not converge")
         return
     if _on_host(lib) and _large(a):
         from scipy.linalg import eigh as sp_eigh
@@ -239,11 +276,15 @@ def eig(lib: Any, outs: list, ins: list) -> None:
 @_kernel("_linalg_svd")
 def svd(lib: Any, outs: list, ins: list, full_matrices: bool) -> None:
     (u, s, vh), (a,) = outs, ins
-    xp = lib.xp
     if a.size == 0:  # LAPACK has nothing to do: identity bases, no singular values
+        xp = lib.xp
         for q in (u, vh):
             if q is not None and q.size:
                 q[...] = xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)
+        return
+    if _small_real(lib, a):
+        if batched.svd(a, u, s, vh, full_matrices).any():  # NumPy's exception, as below
+            raise np.linalg.LinAlgError("SVD did not converge")
         return
     if _on_host(lib) and _large(a):
         from scipy.linalg import svd as sp_svd
@@ -263,12 +304,14 @@ def svd(lib: Any, outs: list, ins: list, full_matrices: bool) -> None:
 @_kernel("_linalg_qr")
 def qr(lib: Any, outs: list, ins: list, mode: str) -> None:
     (q, r), (a,) = outs, ins
-    xp = lib.xp
     if a.size == 0:
         if q is not None and q.size:
-            q[...] = xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)
+            q[...] = lib.xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)
         if r.size:
             r[...] = 0
+        return
+    if _small_real(lib, a):
+        batched.qr(a, q, r)
         return
     if _on_host(lib) and _large(a):
         from scipy.linalg import qr as sp_qr
@@ -364,7 +407,12 @@ def _ldl_factor_cusolver(lib: Any, ld: Any, piv: Any, info: Any, a: Any) -> None
         code = xp.empty((), xp.int32)
         getattr(solver, f"{prefix}sytrf")(handle, _CUSOLVER_LOWER, n, f.data.ptr, n,
                                           p.data.ptr, work.data.ptr, lwork, code.data.ptr)
-        ld[i], piv[i], info[i] = xp.tril(f), p, code
+        # LAPACK's info > 0 names the FIRST exactly zero 1x1 pivot of D; cuSOLVER's may name
+        # another (2 for a zero 2x2 matrix on an H200, LAPACK 1): take the first, on the device
+        zero = (xp.diagonal(f) == 0) & (p > 0)
+        first = xp.where(zero.any(), xp.argmax(zero) + 1, 0).astype(xp.int32)
+        ld[i], piv[i] = xp.tril(f), p
+        info[i] = xp.where((code > 0) & (first > 0), first, code)
 
 
 @_kernel("_linalg_ldl_solve")

@@ -22,6 +22,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import get_cython_function_address, intrinsic, overload
 
+from .fast_math64 import log_f64
+
 __all__ = [
     "lgamma", "digamma", "trigamma", "polygamma", "zeta", "mvlgamma", "erfc", "erfinv",
     "erfcx", "igamma", "igammac", "bessel_i0", "bessel_i0e", "bessel_i1", "bessel_i1e",
@@ -67,9 +69,10 @@ llvm.add_symbol("gputensor_special_airy",
                 get_cython_function_address("scipy.special.cython_special", "__pyx_fuse_1airy"))
 _airy = types.ExternalFunction("gputensor_special_airy", _airy_sig)
 
-# libm's reentrant lgammaf_r / lgamma_r (what PyTorch's kernels compute, lgammaf at float
-# speed): plain lgamma also stores the sign in the global signgam, which threads writing it at
-# once turn into cache-line ping-pong that undoes the parallel loop.
+# libm's reentrant lgamma_r / lgammaf_r (float64 lgamma is PyTorch's std::lgamma; float32 has
+# the vectorisable function further down): plain lgamma also stores the sign in the global
+# signgam, which threads writing it at once turn into cache-line ping-pong that undoes the
+# parallel loop.
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 for _fn in ("lgammaf_r", "lgamma_r"):
     llvm.add_symbol(f"gputensor_special_{_fn}",
@@ -110,10 +113,94 @@ lgamma = _vocab("lgamma")
 erfinv = _vocab("erfinv")
 
 
-@overload(lgamma, jit_options={"cache": True})
+# -- float32 lgamma, vectorisable -------------------------------------------------------------
+# libm's lgammaf_r costs ~14 ns an element, one at a time; PyTorch's CPU kernel (vectorised)
+# ~7 ns. Here, in float64 and branch-free (so the elementwise loops vectorise): Lanczos'
+# approximation (g = 7, n = 9, the classic coefficients) with its partial-fraction sum folded
+# into one ratio of degree-8 polynomials, and the reflection formula below 1/2 with sin(pi x)
+# from its Taylor series on [-1/2, 1/2]. Rounded once to float32: within 0.5 ulp of
+# scipy.special.gammaln over (-5e8, 3.4e38) (libm's lgammaf: 5 ulp, PyTorch's: 300 ulp near the
+# negative roots); +inf at the poles and at +-inf, as PyTorch.
+_LANCZOS_G = 7.0
+_LANCZOS_C = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+              -176.61502916214059, 12.507343278686905, -0.13857109526572012,
+              9.9843695780195716e-6, 1.5056327351493116e-7)
+
+
+def _lanczos_ratio() -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """c0 + sum_i c_i / (z + i) as P(z) / Q(z), Q = prod_i (z + i) (coefficients from the
+    highest degree down, summed exactly before rounding)."""
+    from fractions import Fraction
+
+    def times(p: list, q: list) -> list:
+        r = [Fraction(0)] * (len(p) + len(q) - 1)
+        for i, a in enumerate(p):
+            for j, b in enumerate(q):
+                r[i + j] += a * b
+        return r
+
+    c = [Fraction(v) for v in _LANCZOS_C]
+    q = [Fraction(1)]
+    for i in range(1, 9):
+        q = times(q, [Fraction(i), Fraction(1)])
+    p = [c[0] * v for v in q]
+    for i in range(1, 9):
+        rest = [Fraction(1)]
+        for j in range(1, 9):
+            rest = rest if j == i else times(rest, [Fraction(j), Fraction(1)])
+        for k, v in enumerate(rest):
+            p[k] += c[i] * v
+    return tuple(float(v) for v in reversed(p)), tuple(float(v) for v in reversed(q))
+
+
+_LANCZOS_P, _LANCZOS_Q = _lanczos_ratio()
+_HALF_LOG_2PI = 0.9189385332046727
+_LOG_PI = 1.1447298858494002
+_SINPI = tuple((-1) ** k * math.pi ** (2 * k + 1) / math.factorial(2 * k + 1) for k in range(12))
+
+
+@njit(inline="always", error_model="numpy")
+def _lgamma_lanczos(y):
+    """lgamma(y) = head + log(ratio) for y >= 1/2, float64, as (head, ratio)."""
+    z = y - 1.0
+    zc = min(z, 1e15)  # beyond, the ratio is c0 to double precision
+    p = _LANCZOS_P[0]
+    q = _LANCZOS_Q[0]
+    for k in range(1, 9):
+        p = p * zc + _LANCZOS_P[k]
+        q = q * zc + _LANCZOS_Q[k]
+    t = z + _LANCZOS_G + 0.5
+    return _HALF_LOG_2PI + (z + 0.5) * log_f64(t) - t, p / q
+
+
+@njit(inline="always", error_model="numpy")
+def _abs_sinpi(x):
+    r = x - np.round(x)
+    r2 = r * r
+    s = _SINPI[11]
+    for k in range(10, -1, -1):
+        s = s * r2 + _SINPI[k]
+    return abs(r * s)
+
+
+@njit(inline="always", error_model="numpy")
+def _lgamma_float32(a):
+    z = np.float64(a)
+    left = z < 0.5
+    head, ratio = _lgamma_lanczos(1.0 - z if left else z)
+    # reflection: lgamma(z) = log(pi) - log|sin(pi z)| - lgamma(1 - z), the two logs of
+    # ratio and sine taken as one (-log 0 = inf at the poles)
+    tail = log_f64(ratio * _abs_sinpi(z) if left else ratio)
+    r = _LOG_PI - head - tail if left else head + tail
+    r = 0.0 if (z == 1.0) | (z == 2.0) else r
+    r = np.inf if abs(z) == np.inf else r
+    return np.float32(r)
+
+
+@overload(lgamma, jit_options={"cache": True}, inline="always")
 def _lgamma(a):
     if a == types.float32:
-        return lambda a: _lgamma_r(a)
+        return lambda a: _lgamma_float32(a)
     return lambda a: _lgamma_r(np.float64(a))  # libm's, as PyTorch (std::lgamma)
 
 
