@@ -58,7 +58,7 @@ timeout "$(box 200)" $PY benchmarks/gpu_bench.py --out "$OUT/gpu_bench.json" > "
 echo "gpu_bench rc=$?"; sed -n '/^item /,$p' "$OUT/bench.txt" | head -45 | tee -a "$LOG"
 
 stage "host profile of eager training steps"
-timeout "$(box 60)" $PY benchmarks/gpu_host_profile.py mlp gpt lstm > "$OUT/host_profile.txt" 2>&1
+timeout "$(box 60)" $PY benchmarks/gpu_host_profile.py mlp gpt lstm library > "$OUT/host_profile.txt" 2>&1
 echo "host profile rc=$?"; grep "ms/step" "$OUT/host_profile.txt"
 
 stage "selftest"

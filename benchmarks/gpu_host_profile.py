@@ -1,8 +1,10 @@
-"""Where the host time of an eager CUDA training step goes: cProfile of the MLP and tiny-GPT
-steps of gpu_bench.py (same models and batches), top functions by own and cumulative time.
-Run by .ci/gpu_session.sh; on the emulator it profiles the emulated kernels too.
+"""Where the host time of eager CUDA work goes: cProfile of the MLP, tiny-GPT and char-LSTM
+training steps of gpu_bench.py (same models and batches), and of the library-backed calls
+that gpu_bench_science.py found slow (batched cholesky and solve of 256 8x8 matrices, rfft of
+2^20 points, stft of 1 s of 16 kHz audio); top functions by own and cumulative time. Run by
+.ci/gpu_session.sh; on the emulator it profiles the emulated kernels too.
 
-    python benchmarks/gpu_host_profile.py [mlp] [gpt] [lstm]
+    python benchmarks/gpu_host_profile.py [mlp] [gpt] [lstm] [library]
 """
 
 from __future__ import annotations
@@ -52,8 +54,25 @@ def training_step(kind: str) -> Callable[[], None]:
     return step
 
 
+def library_calls() -> Callable[[], None]:
+    """One round of the slow library-backed calls (each result left to the pool)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((256, 8, 8)).astype(np.float32)
+    spd = gt.tensor(a @ a.transpose(0, 2, 1) / 8 + np.eye(8, dtype=np.float32), device="cuda")
+    rhs = gt.ones(256, 8, 4, device="cuda")
+    signal = gt.randn(1 << 20, device="cuda")
+    audio, window = gt.randn(16000, device="cuda"), gt.hann_window(512, device="cuda")
+
+    def run() -> None:
+        gt.linalg.cholesky(spd)
+        gt.linalg.solve(spd, rhs)
+        gt.fft.rfft(signal)
+        gt.stft(audio, 512, 128, window=window, return_complex=True)
+    return run
+
+
 def profile(kind: str, steps: int = 30) -> None:
-    step = training_step(kind)
+    step = library_calls() if kind == "library" else training_step(kind)
     for _ in range(5):
         step()
     gt.cuda.synchronize()
@@ -61,7 +80,8 @@ def profile(kind: str, steps: int = 30) -> None:
     for _ in range(steps):
         step()
     gt.cuda.synchronize()
-    print(f"{kind}: {(time.perf_counter() - t0) / steps * 1e3:.2f} ms/step unprofiled")
+    print(f"{kind}: {(time.perf_counter() - t0) / steps * 1e3:.2f} ms/step unprofiled "
+          f"(library: per round of 4 calls)")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(steps):
