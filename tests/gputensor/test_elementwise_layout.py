@@ -76,3 +76,32 @@ def test_empty_views_past_their_storage(device: str) -> None:
                                   torch.zeros(3, 1, 0, dtype=torch.bool)[2], -1, 0)
     assert tuple(got.shape) == tuple(expect.shape)
     assert (src.clone() * 2).shape == (1, 0)
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
+def test_float_exceptions_are_silent_and_broadcasts_match_torch(device: str, dtype: gt.dtype
+                                                                 ) -> None:
+    """1/0, 0/0, inf - inf and overflow give PyTorch's values without NumPy's RuntimeWarnings
+    (the CPU runs small add/sub/mul/div through NumPy's ufuncs), same-shape, broadcast, strided
+    and with Python scalars."""
+    import warnings
+
+    import torch
+    big = 3e38 if dtype is gt.float32 else 1.7e308
+    x = np.array([[0.0, 1.0, -1.0, np.inf], [big, -big, np.nan, 2.0]])
+    y = np.array([0.0, np.inf, big, -np.inf])
+    cases = {
+        "div": lambda m, a, b: a / b, "add": lambda m, a, b: a + b,
+        "sub": lambda m, a, b: a - b, "mul": lambda m, a, b: a * b,
+        "div_t": lambda m, a, b: a.t() / a.t(), "mul_scalar": lambda m, a, b: a * big,
+        "sub_alpha": lambda m, a, b: m.sub(a, b, alpha=1),
+        "inplace": lambda m, a, b: a.clone().div_(b),
+    }
+    tdt = getattr(torch, str(dtype).split(".")[-1])
+    for name, fn in cases.items():
+        want = fn(torch, torch.tensor(x, dtype=tdt), torch.tensor(y, dtype=tdt))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = fn(gt, gt.tensor(x, dtype=dtype, device=device),
+                     gt.tensor(y, dtype=dtype, device=device))
+        np.testing.assert_array_equal(got.cpu().numpy(), want.numpy(), err_msg=name)
