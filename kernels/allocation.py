@@ -42,6 +42,9 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     except MemoryError:  # PyTorch's error type, naming the size
         raise RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
                            f"{math.prod(shape) * dtype.itemsize} bytes.") from None
+    except ValueError:   # NumPy's "array is too big": more bytes than an int64 counts
+        _check_nbytes(shape, dtype)
+        raise
     storage = object.__new__(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
     if _untyped.inference_blocks and _untyped.in_inference_mode():
@@ -55,10 +58,17 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     return t
 
 
+def _check_nbytes(shape: tuple[int, ...], dtype: D.dtype) -> None:
+    """PyTorch's error for a size whose byte count overflows int64."""
+    if math.prod(shape) * dtype.itemsize > np.iinfo(np.int64).max:
+        raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+
+
 def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     """A new contiguous tensor with uninitialised elements."""
     if dev is CPU or dev.type == "cpu":
         return empty_cpu(shape, dtype)
+    _check_nbytes(shape, dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     buf = allocator_for(dev)(nbytes) if dev.index is not None else \
         driver_for(dev.type).alloc(nbytes, None)

@@ -111,10 +111,18 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype) -> np.ndarray:
         kind = "i"
     if dtype is D.bool or kind == "b":
         return arr
+    rng = _INT_RANGE.get(dtype)
     if kind == "c" and not dtype.is_complex:
+        if rng is not None and arr.size:
+            # PyTorch converts element by element: a real value out of range before the first
+            # complex one raises its overflow error ([300, 1+2j] as uint8)
+            flat = arr.reshape(-1)
+            first = np.flatnonzero(flat.imag != 0)
+            head = flat[:first[0] if first.size else flat.size].real
+            if head.size:
+                check_creation_data(head, dtype)
         raise TypeError("must be real number, not complex" if dtype.is_floating_point
                         else "'complex' object cannot be interpreted as an integer")
-    rng = _INT_RANGE.get(dtype)
     if rng is None or not arr.size or kind not in "iuf":
         return arr
     lo, hi = rng

@@ -44,7 +44,8 @@ def view_as_complex(input: Tensor) -> Tensor:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     if input.stride(-1) != 1:
         raise RuntimeError("Tensor must have a last dimension with stride 1")
-    if any(s % 2 for s in input._stride[:-1]):
+    if any(s % 2 for s, n in zip(input._stride[:-1], input._shape, strict=False) if n != 1):
+        # (a size-1 dim's stride is never stepped, so PyTorch does not check it)
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
                            "dimension")
     if input._offset % 2:

@@ -213,7 +213,10 @@ def fill_(self: Tensor, value: Any) -> Tensor:
                                f"{value.dim()} dimensions.")
         value = value.item()
     else:  # a Python number is range-checked (a 0-dim tensor's value converts unchecked)
-        value = checked_fill_value(value, self._dtype)
+        # PyTorch fills a one-element tensor through a double: a 16-bit float rounds to inf
+        half = self._dtype.itemsize == 2 and self._dtype.is_floating_point and \
+            self.numel() == 1
+        value = checked_fill_value(value, D.float64 if half else self._dtype)
     kernel(self, "_copy")(self, [value], (), self._dtype)
     self._storage._version += 1
     if _fw_state.active:   # forward AD: the tangent becomes the value's (or zeros)

@@ -354,6 +354,9 @@ def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: In
     _tensor(weight, "weight", "conv1d")
     _add_batch(input, 1, "conv1d")
     _check_conv_shapes("conv1d", input, weight, bias, groups, 1)
+    # the geometry's errors in 1-d terms ("(0)", not conv2d's "(1 x 0)")
+    _conv_geometry("conv1d", input.shape[-1:], weight.shape[-1:], stride, padding, dilation,
+                   groups)
     st = _ints(stride, 1, "stride", "conv1d")
     dil = _ints(dilation, 1, "dilation", "conv1d")
     pad = padding if isinstance(padding, str) else (0, _ints(padding, 1, "padding", "conv1d")[0])

@@ -295,6 +295,15 @@ def arange(start: Any = None, end: Any = None, step: Any = 1, *, dtype: Any = No
     if not math.isfinite(vals[2]) and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("value cannot be converted to type int64_t without overflow")
     n = math.ceil((vals[1] - vals[0]) / vals[2])
+    if dt in _INTEGER_DTYPES:
+        # PyTorch's integer kernel reads start, end and step as int64 (truncated: arange(2.5,
+        # dtype=int64) is [0, 1]); only int64 also counts the elements from them
+        vals = [int(v) for v in vals]
+        if dt is D.int64:
+            if vals[2] == 0:
+                raise ValueError("step must be nonzero")
+            num = vals[1] - vals[0] + vals[2] - (1 if vals[2] > 0 else -1)
+            n = max(0, abs(num) // abs(vals[2]) * (1 if (num >= 0) == (vals[2] > 0) else -1))
     # Computed in float64/int64 like PyTorch's CPU kernel, then cast.
     arr = vals[0] + np.arange(n, dtype=np.float64 if dt.category >= D.FLOATING else np.int64) \
         * vals[2]
@@ -348,7 +357,15 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
                        _INTEGER_DTYPES else dt.np_dtype)
     else:   # in the result dtype; integer results step in double and truncate
         first, last = _range_end(start, dt), _range_end(end, dt)
-        arr = _from_both_ends(first, last, (last - first) / first.dtype.type(steps - 1), steps)
+        if dt.is_complex:   # PyTorch steps each part by real arithmetic (no inf * 0j NaNs)
+            arr = np.empty(steps, dt.np_dtype)
+            for part in ("real", "imag"):
+                a, b = getattr(first, part), getattr(last, part)
+                setattr(arr, part, _from_both_ends(a, b, (b - a) / a.dtype.type(steps - 1),
+                                                   steps))
+        else:
+            arr = _from_both_ends(first, last, (last - first) / first.dtype.type(steps - 1),
+                                  steps)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 

@@ -67,13 +67,13 @@ def _refuse_out_with_grad(name: str, input: Tensor, out: Any) -> None:
 # -- cummax / cummin -----------------------------------------------------------------------------
 def _cum_extreme(name: str, input: Tensor, dim: int, out: Sequence[Tensor] | None) -> Any:
     largest = name == "cummax"
-    if input.dtype.is_complex:
-        raise _not_implemented(f"{name}_{input.device.type}", input)
     if input.dim() == 0 and isinstance(dim, int) and dim not in (-1, 0):
         raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
-    _refuse_out_with_grad(name, input, out)
     x = input.reshape(1) if input.dim() == 0 else input
-    d = normalize_dim(dim, x.dim())
+    d = normalize_dim(dim, x.dim())    # the dim before the dtype, as in PyTorch
+    if input.dtype.is_complex:
+        raise _not_implemented(f"{name}_{input.device.type}", input)
+    _refuse_out_with_grad(name, input, out)
     n = x.shape[d]
 
     def merge(earlier: States, later: States) -> States:

@@ -550,9 +550,10 @@ _ADDCDIV_INTS = ("Integer division with addcdiv is no longer supported, and in a
                  "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv "
                  "behavior is just the latter implementation: (input + value * tensor1 / "
                  "tensor2), for all dtypes.")
-elementwise("addcmul", "a + value * (b * c)", T, params=("value",), defaults={"value": 1},
+# value * b first, as PyTorch's kernels multiply (it decides which overflows and infinities win)
+elementwise("addcmul", "a + value * b * c", T, params=("value",), defaults={"value": 1},
             flops=3, grad=("g", "g * cj(c * value)", "g * cj(b * value)"))
-elementwise("addcdiv", "a + value * truediv(b, c)", T, params=("value",), defaults={"value": 1},
+elementwise("addcdiv", "a + truediv(value * b, c)", T, params=("value",), defaults={"value": 1},
             flops=3, int_quotient=_ADDCDIV_INTS,
             grad=("g", "g * cj(value / c)", "-g * cj(value * b / (c * c))"))
 elementwise("_where", "b if a else c", T, method=False, inplace=False,

@@ -45,9 +45,6 @@ def _cat_last(a: Tensor, b: Tensor) -> Tensor:
 def hash_tensor(input: Tensor, dim: Any = None, *, keepdim: bool = False,
                 mode: int = 0) -> Tensor:
     """The xor of the elements' 64-bit patterns over ``dim`` (all dims by default)."""
-    if mode != 0:
-        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
-    words = _words(input)
     if dim is None or (isinstance(dim, list | tuple) and len(dim) == 0):
         if input.numel() == 0:
             raise RuntimeError("hash_tensor: Expected reduction dim to be specified for "
@@ -55,11 +52,25 @@ def hash_tensor(input: Tensor, dim: Any = None, *, keepdim: bool = False,
                                "argument.")
         dims = list(range(input.dim()))
     else:
+        if input.numel() == 0 and input.dim():   # each dim's size before repeats, as PyTorch
+            for d in (dim,) if isinstance(dim, int) else dim:
+                if input.shape[as_index_list(d, input.dim())[0]] == 0:
+                    raise IndexError(f"hash_tensor: Expected reduction dim "
+                                     f"{as_index_list(d, input.dim())[0]} to have non-zero "
+                                     f"size.")
         dims = as_index_list(dim, max(input.dim(), 1))
         for d in dims:
             if input.dim() and input.shape[d] == 0:
                 raise IndexError(f"hash_tensor: Expected reduction dim {d} to have non-zero "
                                  f"size.")
+    if mode != 0:
+        raise RuntimeError(f"Unknown hash_tensor mode: {mode}")
+    shape = [1 if d in dims else n for d, n in enumerate(input.shape)] if keepdim else \
+        [n for d, n in enumerate(input.shape) if d not in dims]
+    if 0 in shape:   # no kernel runs, so no dtype check either (as in PyTorch)
+        from .creation import zeros
+        return _limited.reinterpret(zeros(shape, dtype=D.int64, device=input.device), D.uint64)
+    words = _words(input)   # its dtype check after the dims', as in PyTorch
     if input.dim() == 0:
         return _limited.reinterpret(words.contiguous(), D.uint64)
     keep = [d for d in range(input.dim()) if d not in dims]

@@ -119,9 +119,9 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
                 k = t.dim()
                 mask_shape = self._shape[dim:dim + k]
                 if tuple(t._shape) != tuple(mask_shape):
-                    raise IndexError(f"The shape of the mask {list(t._shape)} at index {dim} "
-                                     f"does not match the shape of the indexed tensor "
-                                     f"{list(mask_shape)} at index {dim}")
+                    _mask_at(self._view(tuple(shape) + self._shape[dim:],
+                                        tuple(stride) + self._stride[dim:], offset),
+                             t, len(shape))  # raises PyTorch's IndexError
                 from .sort import nonzero
                 nz = nonzero(t)
                 for j in range(k):
@@ -247,12 +247,84 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         base.copy_(value)
         return
     if isinstance(value, Tensor) and value._dtype is not self._dtype:
-        # PyTorch casts only for x[mask] = 0-dim value (its masked_fill path)
-        if isinstance(index, Tensor) and index.dtype is D.bool and value.dim() == 0:
-            value = value.to(self._dtype)
-        else:
-            _check_index_put_dtypes(self, value)
-    _index_put(base, _check_bounds(base, adv), value, accumulate=False)
+        if _fill_through_mask(*_setitem_mask(self, _normalize(index)), value):
+            return
+        _check_value_shape(base, adv, value)
+        _check_index_put_dtypes(self, value)
+    if not _writes_nothing(base, adv):
+        _index_put(base, _check_bounds(base, adv), value, accumulate=False)
+    elif isinstance(value, Tensor):
+        _check_value_shape(base, adv, value)
+
+
+def _check_value_shape(base: Tensor, adv: list[Any], value: Tensor) -> None:
+    """PyTorch's shape checks of an index_put (before its dtype check): indices into a size-0
+    dim, and the value, which broadcasts to the indexing result (indexed dims replaced in
+    place by the indices' broadcast shape when they are adjacent, else in front)."""
+    dims = [d for d, a in enumerate(adv) if a is not None]
+    try:
+        bshape = broadcast_shapes(*(adv[d]._shape for d in dims))
+    except RuntimeError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
+                         "shapes " + ", ".join(str(list(adv[d]._shape)) for d in dims)) from None
+    rest = base._shape
+    if any(rest[d] == 0 for d in dims) and 0 not in bshape:   # no index fits a size-0 dim
+        raise IndexError("index is out of bounds for dimension with size 0")
+    if dims == list(range(dims[0], dims[-1] + 1)):
+        shape = rest[:dims[0]] + bshape + rest[dims[-1] + 1:]
+    else:
+        shape = bshape + tuple(n for d, n in enumerate(rest) if d not in dims)
+    vshape = value._shape    # (setitem has dropped its leading unit dims already)
+    lead = len(shape) - len(vshape)
+    if lead < 0 or any(v not in (1, r) for v, r in zip(vshape, shape[lead:], strict=True)):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value._shape)} cannot "
+                           f"be broadcast to indexing result of shape {list(shape)}")
+
+
+# PyTorch writes a one-element value through one boolean mask (and other indices only basic
+# ones) by masked_fill_: the value is then converted to the target's dtype (checked for
+# overflow) instead of having to match it.
+def _fill_through_mask(view: Tensor | None, mask: Tensor | None, value: Tensor) -> bool:
+    """``view.masked_fill_(mask, value)`` when a mask was found and ``value`` has one element;
+    whether it was done."""
+    if mask is None or view is None or value.numel() != 1:
+        return False
+    from .scatter import masked_fill_
+    masked_fill_(view, mask, value.reshape(()))
+    return True
+
+
+def _mask_at(view: Tensor, mask: Tensor, pos: int) -> Tensor:
+    """``mask`` (indexing ``view``'s dims from ``pos``) checked and shaped to broadcast."""
+    for j, size in enumerate(mask._shape):
+        if pos + j >= view.dim() or view._shape[pos + j] != size:
+            raise IndexError(f"The shape of the mask {list(mask._shape)} at index {j} does not "
+                             f"match the shape of the indexed tensor {list(view._shape)} at "
+                             f"index {pos + j}")
+    return mask.reshape(mask._shape + (1,) * (view.dim() - pos - mask.dim()))
+
+
+def _setitem_mask(self: Tensor, items: tuple) -> tuple[Tensor | None, Tensor | None]:
+    """(the basic view, its mask) when ``items`` hold exactly one boolean mask tensor and
+    otherwise only ints, slices, None and Ellipsis; (None, None) otherwise."""
+    if any(isinstance(it, bool | np.bool_) for it in items):
+        return None, None     # a Python bool indexes like a long tensor
+    masks = [k for k, it in enumerate(items) if not isinstance(
+        it, int | np.integer | slice | type(None) | type(Ellipsis))]
+    if len(masks) != 1:
+        return None, None
+    k = masks[0]
+    mask = _as_index_tensor(items[k], self.device)
+    if mask.dtype is not D.bool or mask.dim() == 0:   # a 0-d bool indexes like a long tensor
+        return None, None
+    used = sum(_consumed_dims(it) for j, it in enumerate(items) if j != k) + mask.dim()
+    if used > self.dim():
+        return None, None     # the general path reports it
+    dims = {type(None): 1, slice: 1}
+    pos = sum(self.dim() - used if it is Ellipsis else dims.get(type(it), 0)
+              for it in items[:k])
+    view, _ = _resolve(self, items[:k] + (slice(None),) * mask.dim() + items[k + 1:])
+    return view, _mask_at(view, mask, pos)
 
 
 def _index_put(base: Tensor, adv: list[Any], value: Any, accumulate: bool) -> None:
@@ -277,11 +349,36 @@ def _index_put_into(input: Tensor, indices: tuple, values: Any, accumulate: bool
     if not isinstance(indices, tuple | list):
         raise TypeError(f"index_put_(): indices must be a tuple of tensors, got "
                         f"{type(indices).__name__}")
-    if isinstance(values, Tensor):
-        _check_index_put_dtypes(input, values)
+    if isinstance(values, Tensor) and values._dtype is not input._dtype:
+        if accumulate or not _fill_through_mask(*_index_put_mask(input, indices), values):
+            base, adv = _resolve(input, tuple(indices))   # index and shape errors first,
+            if any(a is not None for a in adv):             # as in PyTorch
+                _check_value_shape(base, adv, values)
+            _check_index_put_dtypes(input, values)
+        return input
     base, adv = _resolve(input, tuple(indices))
-    _index_put(base, _check_bounds(base, adv), values, accumulate)
+    if not _writes_nothing(base, adv):
+        _index_put(base, _check_bounds(base, adv), values, accumulate)
+    elif isinstance(values, Tensor):
+        _check_value_shape(base, adv, values)
     return input
+
+
+def _writes_nothing(base: Tensor, adv: list[Any]) -> bool:
+    """A dim that no index tensor indexes has size 0, so no element is written and PyTorch
+    checks no index value (an indexed dim of size 0 is still an error: no index fits it)."""
+    return any(a is None and n == 0 for a, n in zip(adv, base._shape, strict=True)) and \
+        not any(a is not None and n == 0 for a, n in zip(adv, base._shape, strict=True))
+
+
+def _index_put_mask(input: Tensor, indices: Any) -> tuple[Tensor | None, Tensor | None]:
+    """(input, its mask) when ``indices`` are one boolean mask and Nones (whole dims)."""
+    masks = [k for k, it in enumerate(indices) if it is not None]
+    if len(masks) != 1 or not isinstance(indices[masks[0]], Tensor) or \
+            indices[masks[0]].dtype not in (D.bool, D.uint8):
+        return None, None
+    mask = indices[masks[0]]
+    return input, _mask_at(input, mask if mask.dtype is D.bool else mask.bool(), masks[0])
 
 
 # The in-place form records its own history (through apply_inplace), so its frontend is not

@@ -105,6 +105,9 @@ class LOBPCG:
     def update(self) -> None:
         if self.ivars["istep"] == 0:
             x_norm = float(self.X.norm())
+            if x_norm == 0:   # PyTorch's error type (its 0.0 ** -1), with what went wrong
+                raise ZeroDivisionError("lobpcg(): the initial X is zero (its norm is 0), so "
+                                        "the iteration has no direction to start from")
             self.fvars["X_norm"] = x_norm
             self.fvars["A_norm"] = float(_mm(self.A, self.X).norm()) / x_norm
             self.fvars["B_norm"] = float(_mm(self.B, self.X).norm()) / x_norm

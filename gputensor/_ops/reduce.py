@@ -122,6 +122,7 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
            out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero."""
     if input.dtype.is_complex:
+        _dims(input, dim)     # the dims' errors first, as in PyTorch
         raise RuntimeError("nansum does not support complex inputs")
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
@@ -168,11 +169,19 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
 # -- extrema -----------------------------------------------------------------------------------
 def _extreme(name: str, input: Tensor, dim: Dims, keepdim: bool, out: Tensor | None,
              full: bool) -> Tensor:
+    if input.numel() == 0 and isinstance(dim, int | tuple | list) and input.dim():
+        # PyTorch checks each dim's size before whether one repeats
+        for d in (dim,) if isinstance(dim, int) else dim:
+            _check_nonempty(input, (normalize_dim(d, input.dim()),), name, False)
     dims = _dims(input, dim)
     _check_nonempty(input, dims, name, full)   # before the dtype, as in PyTorch
-    _no_complex(input, name)
     result, flat = _alloc(input, dims, keepdim, input.dtype)
-    kernel(input, "amax" if name in ("amax", "max") else "amin")(flat, input, dims)
+    if input.dtype.is_complex and result.numel():   # PyTorch's kernel refuses it
+        kname = f"{name[1:]}_values_{input.device.type}" if name[0] == "a" else f"{name}_all"
+        raise NotImplementedError(f"\"{kname}\" not implemented for "
+                                  f"'{input.dtype.legacy_name}'")
+    if result.numel():
+        kernel(input, "amax" if name in ("amax", "max") else "amin")(flat, input, dims)
     return _deliver(result, out, name, exact_dtype=True)
 
 
@@ -539,7 +548,10 @@ def _scan(name: str, input: Tensor, dim: int, dtype: Any, out: Tensor | None,
     if dt is None:
         dt = int_to_int64(input.dtype)  # scans follow the sum rule
     result = empty(input._shape, dt, input.device)
-    kernel(x, "_scan")(result, x, d, "*" if name == "cumprod" else "+", reverse)
+    if input.dim() == 0:   # PyTorch copies a 0-d input (no 1 * z: NaN - inf i stays, as -0)
+        result.copy_(x)
+    else:
+        kernel(x, "_scan")(result, x, d, "*" if name == "cumprod" else "+", reverse)
     return _deliver(result, out, name)
 
 

@@ -289,10 +289,16 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
     common_device(self, index, source, op_name="index_add_")
     d = normalize_dim(dim, self.dim())
     check_index_source("index_add_", self, d, index, source)
+    # alpha converts to self's dtype with PyTorch's overflow check (300 is no uint8 alpha),
+    # before the indices are range-checked; PyTorch's kernel for a self of more dims returns
+    # before it when there is no index or no element
+    alpha = _scalar_value(alpha, "index_add")
+    if self.dim() <= 1 or (index.numel() and self.numel()):
+        alpha = checked_fill_value(alpha, self._dtype)
     _check_bounds(index, _dim_size(self, d), d, prefix="index_add_(): ")
     target = self if inplace else clone(self)
     if index.numel():
-        kernel(target, "index_add")(target, d, index, source, _scalar_value(alpha, "index_add"))
+        kernel(target, "index_add")(target, d, index, source, alpha)
     return _bump(target) if inplace else target
 
 
@@ -317,30 +323,30 @@ def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: 
 def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: bool) -> Tensor:
     _check_tensor(index, "index", "index_copy_")
     _check_tensor(source, "source", "index_copy_")
-    _check_index_dtype(index, "index_copy_(): Expected a long tensor for index, but got {dtype}",
-                       long_only=True)
+    d = normalize_dim(dim, self.dim())     # PyTorch's order of checks
     if index.dim() > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{index.dim()})")
     if not source.dim() and index.numel() != 1:
         raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
                          f"(got {index.numel()})")
+    if source.dim() and self.dim() and source.dim() != self.dim():
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({self.dim()})")
+    _check_index_dtype(index, "index_copy_(): Expected a long tensor for index, but got {dtype}",
+                       long_only=True)
     if source.dtype is not self.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, but "
                            f"got (self) {self.dtype.legacy_name} and (source) "
                            f"{source.dtype.legacy_name}")
     common_device(self, index, source, op_name="index_copy_")
-    if source.dim() and self.dim() and source.dim() != self.dim():
-        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
-                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
-                         f"destination dimensionality ({self.dim()})")
-    d = normalize_dim(dim, self.dim())
-    if index.numel() != _dim_size(source, d):
-        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
-                         f"to source.size(dim) ({_dim_size(source, d)})")
     _check_source_slices(self, d, source, f"index_copy_(): Source/destination tensor must have "
                          f"same slice shapes. Destination shape {list(self._shape)} and source "
                          f"shape {list(source._shape)} differ outside dimension {d}.")
+    if index.numel() != _dim_size(source, d):   # (after the slices, as in PyTorch)
+        raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
+                         f"to source.size(dim) ({_dim_size(source, d)})")
     _check_bounds(index, _dim_size(self, d), d, prefix="index_copy_(): ")
     target = self if inplace else clone(self)
     if index.numel():
@@ -376,7 +382,9 @@ def _index_fill(self: Tensor, dim: int, index: Tensor, value: Any, inplace: bool
     v = checked_fill_value(v, self._dtype)
     common_device(self, index, op_name="index_fill_")
     d = normalize_dim(dim, self.dim())
-    _check_bounds(index, _dim_size(self, d), d, wrap=True)
+    if math.prod(s for i, s in enumerate(self._shape) if i != d):
+        # PyTorch checks the indices only when the filled slices have elements
+        _check_bounds(index, _dim_size(self, d), d, wrap=True)
     target = self if inplace else clone(self)
     if index.numel() and target.numel():
         kernel(target, "index_fill")(target, d, index, v)

@@ -278,11 +278,11 @@ def stack(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
     ref = tensors[0]
+    d = normalize_dim(dim, ref.dim() + 1)   # before the shapes, as in PyTorch
     for i, t in enumerate(tensors[1:], 1):
         if t._shape != ref._shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(ref._shape)} at entry 0 and {list(t._shape)} at entry {i}")
-    d = normalize_dim(dim, ref.dim() + 1)
     return cat([_unsqueezed(t, d) for t in tensors], d, out=out)
 
 
@@ -748,10 +748,13 @@ def repeat_interleave(input: Tensor, repeats: Any = None, dim: int | None = None
         from .creation import arange
         idx = arange(input.numel(), dtype=input.dtype, device=input.device)
         return repeat_interleave(idx, input, 0, output_size=output_size)
-    if dim is None or input.dim() == 0:
+    if dim is None:
         input, d = reshape(input, -1), 0
     else:
         d = normalize_dim(dim, input.dim())
+        if input.dim() == 0:    # a dim of a 0-d tensor is refused (before the repeats)
+            from .views import _no_dims
+            raise _no_dims(dim)
     n = input._shape[d]
     if isinstance(repeats, Tensor):
         common_device(input, repeats, op_name="repeat_interleave")

@@ -16,7 +16,7 @@ from gputensor import return_types
 from gputensor._tensor import Tensor, normalize_dim
 from gputensor.kernels.registry import OPS
 
-from ._core import broadcast_shapes, common_device, empty, kernel, op
+from ._core import broadcast_shapes, common_device, empty, kernel, op, result_type
 from .copying import strided_copy
 from .shape import (
     _alloc,
@@ -98,8 +98,8 @@ def _no_complex(input: Tensor, op_name: str, bool_ok: bool = True) -> None:
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False, *,
          out: Any = None) -> sort_result:
     """(values, indices) sorted along ``dim``; stable, NaN sorts as the largest value."""
+    d = normalize_dim(dim, input.dim())     # the dim before the dtype, as in PyTorch
     _no_complex(input, "sort")
-    d = normalize_dim(dim, input.dim())
     vo, io = _pair_out(out, "sort")
     values = _alloc(vo, input._shape, input.dtype, input.device, "sort")
     indices = _alloc(io, input._shape, D.int64, input.device, "sort")
@@ -333,12 +333,18 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False,
     PyTorch pick a faster algorithm; the answer is the same."""
     if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
         raise TypeError("isin() expects elements or test_elements to be a Tensor")
-    dev = (elements if isinstance(elements, Tensor) else test_elements).device
+    if not isinstance(test_elements, Tensor):   # PyTorch's Tensor-Scalar form is eq / ne
+        return OPS["ne" if invert else "eq"].frontend(elements, test_elements)
+    dev = test_elements.device
+    # PyTorch casts both to their result type (an out-of-range scalar or 0-d value wraps) when
+    # it compares every pair; with many test elements it sorts their concatenation instead,
+    # which promotes as for 1-d tensors
+    n = 1 if not isinstance(elements, Tensor) else elements.numel()
+    dt = result_type(elements, test_elements) if \
+        test_elements.numel() < int(10.0 * n ** 0.145) else None
     if not isinstance(elements, Tensor):
         elements = OPS["tensor"].frontend(elements, device=dev)
-    if not isinstance(test_elements, Tensor):
-        test_elements = OPS["tensor"].frontend(test_elements, device=dev)
-    dt = D.promote_types(elements.dtype, test_elements.dtype)
+    dt = dt or D.promote_types(elements.dtype, test_elements.dtype)
     table = test_elements.to(dt).reshape(-1)
     if dt.is_floating_point:
         table = table[~table.isnan()]  # NaN matches nothing, and would derail the search

@@ -46,7 +46,7 @@ def _median(input: Tensor, dim: int | None, keepdim: bool, ignore_nan: bool, nam
     index = indices.gather(d, k)
     if whole:
         return value.reshape(())
-    if not keepdim:
+    if not keepdim or input.dim() == 0:   # a 0-d input gives 0-d results either way
         value, index = value.squeeze(d), index.squeeze(d)
     return (return_types.nanmedian if ignore_nan else return_types.median)(value, index)
 
@@ -66,6 +66,8 @@ def nanmedian(input: Tensor, dim: int | None = None, keepdim: bool = False) -> A
 
 def _quantile(input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolation: str,
               ignore_nan: bool, name: str) -> Tensor:
+    if input.numel() == 0:   # PyTorch's first check (before the dtype, q and the dim)
+        raise RuntimeError("quantile() input tensor must be non-empty")
     if input.dtype not in (D.float32, D.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
@@ -79,8 +81,6 @@ def _quantile(input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolati
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if qt.numel() and bool(((qt < 0) | (qt > 1)).any()):
         raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
-    if input.numel() == 0 and dim is None:
-        raise RuntimeError(f"{name}() input tensor must be non-empty")
     qv = qt.reshape(-1)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else normalize_dim(dim, input.dim())
@@ -167,7 +167,7 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if w is None:
         w_sum = gt.tensor(float(n), dtype=xf.dtype, device=x.device) if not xf.is_complex() \
             else gt.tensor(float(n), device=x.device)
-        avg = xf.mean(1)
+        avg = xf.sum(1) / w_sum   # the sum rounded to the dtype first, as PyTorch computes
     else:
         w = w.to(xf.dtype if not xf.is_complex() else xf.dtype.to_real())
         w_sum = w.sum()
@@ -225,10 +225,10 @@ def _refuse_bool(y: Tensor, x: Any, name: str) -> None:
         raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
 
 
-def _mid_values(y: Tensor, d: int) -> Tensor:
-    """The means of neighbouring samples along ``d`` (one fewer than ``y`` has there)."""
+def _pair_sums(y: Tensor, d: int) -> Tensor:
+    """The sums of neighbouring samples along ``d`` (one fewer than ``y`` has there)."""
     n = max(y.shape[d] - 1, 0)
-    return (y.narrow(d, min(1, y.shape[d]), n) + y.narrow(d, 0, n)) / 2
+    return y.narrow(d, min(1, y.shape[d]), n) + y.narrow(d, 0, n)
 
 
 @op(method=False, aliases=("trapz",))
@@ -241,7 +241,13 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
     if y.shape[d] == 0:     # PyTorch returns zeros of y's own dtype, before the bool check
         return gt.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device)
     _refuse_bool(y, x, "trapezoid")
-    return (_mid_values(y, d) * h).sum(d)
+    if not isinstance(h, Tensor) and (y.is_floating_point() or y.is_complex()):
+        # PyTorch's constant-spacing form: the sum less the end halves ([inf] gives NaN)
+        return (y.sum(d) - (y.select(d, 0) + y.select(d, -1)) * 0.5) * h
+    # PyTorch's order of operations (one product each, which decides inf * 0 NaNs)
+    if isinstance(h, Tensor):
+        return (h * _pair_sums(y, d)).sum(d) / 2
+    return (_pair_sums(y, d) * h).sum(d) / 2
 
 
 @op(method=False)
@@ -252,4 +258,6 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
         normalize_dim(dim, 0)
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     h, d = _spacing(y, x, dx, dim, "cumulative_trapezoid")
-    return (_mid_values(y, d) * h).cumsum(d)
+    if isinstance(h, Tensor):
+        return (h * _pair_sums(y, d) / 2).cumsum(d)
+    return (_pair_sums(y, d) * (h / 2)).cumsum(d)

@@ -297,7 +297,11 @@ def unsafe_chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]
 
 @op()
 def unsafe_split(input: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
-    """``split`` (PyTorch's variant skips a view check gputensor does not make)."""
+    """``split`` (PyTorch's variant skips a view check gputensor does not make); its
+    ``split_size`` is one int (unsafe_split_with_sizes takes a list)."""
+    if isinstance(split_size, bool) or not isinstance(split_size, int):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not "
+                        f"{type(split_size).__name__}")
     return input.split(split_size, dim)
 
 

@@ -257,9 +257,9 @@ def _no_dims(dim: Any) -> IndexError:
 
 @op()
 def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:
+    d = normalize_dim(dim, input.dim())   # a 0-d tensor's range [-1, 0] first, as in PyTorch
     if not input.dim():
         raise RuntimeError(f"unflatten got an unexpected error:\n{_no_dims(dim)}")
-    d = normalize_dim(dim, input.dim())
     sizes = _infer_size(parse_size(sizes), input._shape[d])
     return view(input, input._shape[:d] + sizes + input._shape[d + 1:]) if \
         _view_strides(input._shape, input._stride, input._shape[:d] + sizes +

@@ -110,6 +110,16 @@ def _scalar(value: Any, cdt: np.dtype) -> Any:
         return np.array(value).astype(cdt)[()]
 
 
+def _to_compute(a: np.ndarray, compute: D.dtype, cdt: np.dtype) -> np.ndarray:
+    """An array operand in the kernel's dtype. An operand of another dtype than a
+    float16/bfloat16 compute dtype is rounded to it first (through float32, as PyTorch converts
+    its operands), so int32 70000 is inf in float16 arithmetic, not 70000."""
+    if compute in _NUMBA_COMPUTE and a.dtype != compute.np_dtype:
+        with np.errstate(over="ignore"):    # overflow to inf is the intended rounding
+            a = a.astype(np.float32).astype(compute.np_dtype)
+    return a.astype(cdt)
+
+
 def memory_flat(t: Tensor) -> np.ndarray:
     """A dense CPU tensor's elements as one 1-D array in memory order (no copy)."""
     n = math.prod(t._shape)
@@ -231,7 +241,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                     pattern.append(False)
                     continue
                 if a.dtype != cdt:
-                    a = a.astype(cdt)
+                    a = _to_compute(a, compute, cdt)
                 flat = flat and a.shape == shape and a.flags.c_contiguous
                 operands.append(a)
                 pattern.append(True)

@@ -43,22 +43,10 @@ from .fast_math64 import tanh_f64 as _tanh_f64
 from .scalar_special import *  # noqa: F403  (torch.special's functions, same vocabulary)
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
-exp2 = np.exp2
 sqrt = np.sqrt
-sin = np.sin
-cos = np.cos
-tan = np.tan
-asin = np.arcsin
-acos = np.arccos
-atan = np.arctan
 atan2 = np.arctan2
 hypot = np.hypot
 copysign = np.copysign
-sinh = np.sinh
-cosh = np.cosh
-asinh = np.arcsinh
-acosh = np.arccosh
-atanh = np.arctanh
 floor = np.floor
 ceil = np.ceil
 trunc = np.trunc
@@ -71,6 +59,117 @@ def _vocab(name: str) -> Callable:
         raise TypeError(f"{name}() is an elementwise-kernel function; it runs inside Numba code")
     fn.__name__ = fn.__qualname__ = name
     return fn
+
+
+# -- complex inverse functions: cmath's for finite values (Numba's np.arccosh loses the sign of
+# a zero imaginary part), C99 Annex G's (PyTorch's) for infinite and NaN parts, where Numba's
+# differ (acosh(inf i) is inf + i pi/2, not NaN) ----------------------------------------------
+_PI2, _PI4 = math.pi / 2, math.pi / 4
+
+
+@njit(cache=True)
+def _asinh_c99(x, y):
+    if math.isinf(x):
+        return complex(x, math.copysign(_PI4, y) if math.isinf(y) else y if y != y
+                       else math.copysign(0.0, y))
+    if math.isinf(y):
+        return complex(abs(y), x) if x != x else complex(math.copysign(y, x),
+                                                         math.copysign(_PI2, y))
+    if x != x and y == 0:
+        return complex(x, y)
+    return complex(math.nan, math.nan)
+
+
+@njit(cache=True)
+def _acosh_c99(x, y):
+    if math.isinf(x):
+        if y != y:
+            return complex(math.inf, y)
+        return complex(math.inf, math.copysign((_PI4 if x > 0 else 3 * _PI4) if math.isinf(y)
+                                               else (0.0 if x > 0 else math.pi), y))
+    if math.isinf(y):
+        return complex(math.inf, x if x != x else math.copysign(_PI2, y))
+    if x == 0:
+        return complex(y, _PI2)
+    return complex(math.nan, math.nan)
+
+
+@njit(cache=True)
+def _atanh_c99(x, y):
+    if math.isinf(x) or math.isinf(y):
+        return complex(math.copysign(0.0, x if x == x else 1.0),
+                       y if y != y else math.copysign(_PI2, y))
+    if x == 0:
+        return complex(x, y)
+    return complex(math.nan, math.nan)
+
+
+@njit(inline="always")
+def _finite(z):
+    return math.isfinite(z.real) and math.isfinite(z.imag)
+
+
+@njit(cache=True)
+def _casin(z):
+    if _finite(z):
+        return cmath.asin(z)
+    if math.isinf(z.real) and z.imag != z.imag:
+        return complex(z.imag, abs(z.real))
+    r = _asinh_c99(-z.imag, z.real)
+    return complex(r.imag, -r.real)
+
+
+@njit(cache=True)
+def _cacos(z):
+    if _finite(z):
+        return cmath.acos(z)
+    h = _acosh_c99(z.real, z.imag)
+    return complex(abs(h.imag) if h.imag == h.imag else h.imag,
+                   -math.copysign(h.real, z.imag if z.imag == z.imag else 1.0))
+
+
+@njit(cache=True)
+def _catan(z):
+    if _finite(z):
+        return cmath.atan(z)
+    r = _atanh_c99(-z.imag, z.real)
+    return complex(r.imag, -r.real)
+
+
+def _inverse(name: str, numpy_fn: Callable, complex_fn: Callable) -> Callable:
+    """A vocabulary function: NumPy's ``numpy_fn`` for real numbers, ``complex_fn`` for
+    complex ones."""
+    stub = _vocab(name)
+
+    @overload(stub, inline="always")
+    def impl(a):
+        if isinstance(a, types.Complex):
+            return lambda a: complex_fn(a)
+        return lambda a: numpy_fn(a)
+    return stub
+
+
+asin = _inverse("asin", np.arcsin, _casin)
+acos = _inverse("acos", np.arccos, _cacos)
+atan = _inverse("atan", np.arctan, _catan)
+@njit(cache=True)
+def _casinh(z):
+    return cmath.asinh(z) if _finite(z) else _asinh_c99(z.real, z.imag)
+
+
+@njit(cache=True)
+def _cacosh(z):
+    return cmath.acosh(z) if _finite(z) else _acosh_c99(z.real, z.imag)
+
+
+@njit(cache=True)
+def _catanh(z):
+    return cmath.atanh(z) if _finite(z) else _atanh_c99(z.real, z.imag)
+
+
+asinh = _inverse("asinh", np.arcsinh, _casinh)
+acosh = _inverse("acosh", np.arccosh, _cacosh)
+atanh = _inverse("atanh", np.arctanh, _catanh)
 
 
 isnan = _vocab("isnan")
@@ -110,11 +209,27 @@ def _fast_unary(name: str, numpy_fn: Callable, f32: Callable, f64: Callable | No
             return lambda a: f32(a)
         if f64 is not None and a == types.float64:
             return lambda a: f64(a)
+        if name == "exp" and isinstance(a, types.Complex):
+            return lambda a: _cexp(a)
         return lambda a: numpy_fn(a)
     return stub
 
 
+@njit(cache=True)
+def _cexp(a):
+    # C99's cexp(x + 0i) = exp(x) + 0i (PyTorch's): exp(1e30) * sin(0) would be NaN
+    return complex(np.exp(a.real), a.imag) if a.imag == 0 else np.exp(a)
+
+
 exp = _fast_unary("exp", np.exp, _exp_f32, _exp_f64)
+exp2 = _vocab("exp2")
+
+
+@overload(exp2, inline="always")
+def _exp2(a):
+    if isinstance(a, types.Complex):  # 2 ** (x + 0i) is real, as C99's cexp keeps it
+        return lambda a: complex(np.exp2(a.real), a.imag) if a.imag == 0 else np.exp2(a)
+    return lambda a: np.exp2(a)
 log = _fast_unary("log", np.log, _log_f32, _log_f64)
 log1p = _fast_unary("log1p", np.log1p, _log1p_f32, _log1p_f64)
 expm1 = _fast_unary("expm1", np.expm1, _expm1_f32)
@@ -143,6 +258,71 @@ def _complex_tanh(z):
     rho = math.sqrt(1.0 + s * s)
     den = 1.0 + beta * s * s
     return type(z)(complex(beta * rho * s / den, t / den))
+
+
+# sinh/cosh (and sin z = -i sinh(iz), cos z = cosh(iz), tan z = -i tanh(iz)) of complex numbers
+# with C99 Annex G's values (PyTorch's) where a part is zero, infinite or NaN: Numba's formulas
+# give sinh(1e30 + 0i) = inf + NaN i (cosh(x) sin(0) = inf * 0) and NaNs for infinite parts.
+@njit(cache=True)
+def _complex_sinh(z):
+    x, y = z.real, z.imag
+    if y == 0:
+        return complex(math.sinh(x) if x == x else x, y)
+    if x == 0 and math.isfinite(y):
+        return complex(x, math.sin(y))
+    if x == 0:
+        return complex(x, math.nan)
+    if math.isinf(x):
+        if math.isfinite(y):
+            return complex(x * math.cos(y), math.inf * math.sin(y))
+        return complex(math.inf, math.nan)     # (C99 leaves the sign to the library)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return complex(math.nan, math.nan)
+    return complex(np.sinh(complex(x, y)))
+
+
+@njit(cache=True)
+def _complex_cosh(z):
+    x, y = z.real, z.imag
+    if y == 0:
+        return complex(math.cosh(x), y * math.copysign(1.0, x)) if x == x else complex(x, y)
+    if x == 0 and math.isfinite(y):
+        return complex(math.cos(y), x * math.sin(y))
+    if x == 0:
+        return complex(math.nan, x)
+    if math.isinf(x):
+        if math.isfinite(y):
+            return complex(math.inf * math.cos(y), x * math.sin(y))
+        return complex(math.inf, math.nan)
+    if not (math.isfinite(x) and math.isfinite(y)):
+        return complex(math.nan, math.nan)
+    return complex(np.cosh(complex(x, y)))
+
+
+@njit(cache=True)
+def _complex_sin(z):
+    s = _complex_sinh(complex(-z.imag, z.real))
+    if math.isinf(s.real) and s.imag != s.imag:
+        return complex(s.imag, math.inf)       # NaN + i inf, the sign as PyTorch's
+    return complex(s.imag, -s.real)
+
+
+@njit(cache=True)
+def _complex_cos(z):
+    return _complex_cosh(complex(-z.imag, z.real))
+
+
+@njit(cache=True)
+def _complex_tan(z):
+    t = _complex_tanh(complex(-z.imag, z.real))
+    return complex(t.imag, -t.real)
+
+
+sin = _inverse("sin", np.sin, _complex_sin)
+cos = _inverse("cos", np.cos, _complex_cos)
+tan = _inverse("tan", np.tan, _complex_tan)
+sinh = _inverse("sinh", np.sinh, _complex_sinh)
+cosh = _inverse("cosh", np.cosh, _complex_cosh)
 
 
 @overload(tanh, inline="always")
@@ -240,9 +420,11 @@ def _real(a):
 
 @overload(abs2)
 def _abs2(a):
-    # |a| ** 2 without the square root: re * re + im * im for complex (norm2's terms).
+    # |a| ** 2 without the square root: re * re + im * im for complex (norm2's terms), inf
+    # when a part is infinite (|nan + inf i| is inf, as hypot has it)
     if isinstance(a, types.Complex):
-        return lambda a: a.real * a.real + a.imag * a.imag
+        return lambda a: (a.real * a.real if math.isinf(a.real) else a.imag * a.imag
+                          if math.isinf(a.imag) else a.real * a.real + a.imag * a.imag)
     return lambda a: a * a
 
 
@@ -324,7 +506,7 @@ def _complex_pow(a, b):
             x = x * x
             n >>= 1
         if bc.real < 0:
-            r = type(a)(_complex_div(complex(1.0, 0.0), complex(r)))
+            r = type(a)(_complex_div(complex(1.0, 0.0), complex(r), 1.0))
         if math.isfinite(r.real) and math.isfinite(r.imag):
             return r
     # PyTorch's exp(b * log(a)), with C99's complex product and exp (their special values).
@@ -382,23 +564,28 @@ def _complex_zero_pow(b):
 @overload(truediv)
 def _truediv(a, b):
     if _any_complex(a, b):
-        return lambda a, b: _complex_div(complex(a), complex(b))
+        if types.complex128 in (a, b):
+            return lambda a, b: _complex_div(complex(a), complex(b), 1.0)
+        # complex64 divides in float, as PyTorch does (a real operand is a literal that takes
+        # the compute type): in double, 1 / z would round differently
+        return lambda a, b: _complex_div(np.complex64(a), np.complex64(b), np.float32(1.0))
     return lambda a, b: a / b
 
 
 @njit(cache=True)
-def _complex_div(x, y):
-    # Smith's algorithm, as PyTorch and NumPy divide complex numbers. Numba's own complex
-    # division raises ZeroDivisionError for a zero divisor where PyTorch gives inf/nan.
+def _complex_div(x, y, one):
+    # Smith's algorithm, as PyTorch and NumPy divide complex numbers, in the precision of
+    # ``one``. Numba's own complex division raises ZeroDivisionError for a zero divisor where
+    # PyTorch gives inf/nan.
     a, b, c, d = x.real, x.imag, y.real, y.imag
     if abs(c) >= abs(d):
         if c == 0 and d == 0:
             return complex(a / abs(c), b / abs(d))
         rat = d / c
-        scl = 1.0 / (c + d * rat)
+        scl = one / (c + d * rat)
         return complex((a + b * rat) * scl, (b - a * rat) * scl)
     rat = c / d
-    scl = 1.0 / (d + c * rat)
+    scl = one / (d + c * rat)
     return complex((a * rat + b) * scl, (b * rat - a) * scl)
 
 
@@ -618,7 +805,8 @@ def ldexp_int(a, b):
 
 @njit(cache=True)
 def rsqrt(a):
-    return 1.0 / np.sqrt(a)
+    # truediv: Numba's own complex division raises ZeroDivisionError at 0 (PyTorch: inf+nanj)
+    return truediv(1.0, np.sqrt(a))
 
 
 softplus = _vocab("softplus")

@@ -53,7 +53,8 @@ template <class T> __device__ __forceinline__ complex<T> operator*(complex<T> a,
 // Smith's algorithm (as NumPy and PyTorch); a zero divisor gives inf/nan, never a trap.
 template <class T> __device__ __forceinline__ complex<T> operator/(complex<T> x, complex<T> y) {
     const T a = x.re, b = x.im, c = y.re, d = y.im;
-    const T ac = c < 0 ? -c : c, ad = d < 0 ? -d : d;
+    // |c| and |d| with a +0 for -0, so 1 / (-0 + 0i) is inf + nan i, as in PyTorch
+    const T ac = c < 0 ? -c : (c == 0 ? T(0) : c), ad = d < 0 ? -d : (d == 0 ? T(0) : d);
     if (ac >= ad) {
         if (c == 0 && d == 0) return complex<T>(a / ac, b / ad);
         const T rat = d / c, scl = T(1) / (c + d * rat);
@@ -84,8 +85,11 @@ template <class T> __device__ __forceinline__ complex<T> conj(complex<T> a) {
     return complex<T>(a.re, -a.im);
 }
 template <class T> __device__ __forceinline__ T pyabs(complex<T> a) { return ::hypot(a.re, a.im); }
+// |a| ** 2; inf when a part is infinite (|nan + inf i| is inf, as hypot has it)
 template <class T> __device__ __forceinline__ T abs2(complex<T> a) {
-    return a.re * a.re + a.im * a.im;
+    const T r2 = a.re * a.re, i2 = a.im * a.im;
+    return (a.re - a.re != 0 && a.re == a.re) ? r2 : (a.im - a.im != 0 && a.im == a.im) ? i2
+                                                                                      : r2 + i2;
 }
 template <class T> __device__ __forceinline__ bool isnan(complex<T> a) {
     return a.re != a.re || a.im != a.im;
@@ -122,19 +126,42 @@ __device__ __forceinline__ zd exp(zd z) {
     return z.im == 0 ? zd(e, z.im) : zd(e * ::cos(z.im), e * ::sin(z.im));
 }
 __device__ __forceinline__ zd log(zd z) { return zd(::log(::hypot(z.re, z.im)), ::atan2(z.im, z.re)); }
+__device__ __forceinline__ zd scale(zd z, double c) { return zd(z.re * c, z.im * c); }
 // Principal root without cancellation: from the larger of (|z| + |x|) / 2.
 __device__ __forceinline__ zd sqrt(zd z) {
     const double x = z.re, y = z.im;
     if (x == 0 && y == 0) return zd(0, y);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    // C99's csqrt for infinite parts (as PyTorch): x + i inf is inf + i inf for any x,
+    // -inf + iy is 0 + i inf (NaN + i inf for a NaN y), +inf + iy is inf + 0i (inf + NaN i)
+    if (y == inf || y == -inf) return zd(inf, y);
+    if (x == -inf) return y == y ? zd(0, ::copysign(inf, y)) : zd(y, inf);
+    if (x == inf) return zd(x, y == y ? ::copysign(0.0, y) : y);
     const double t = ::sqrt((::hypot(x, y) + ::fabs(x)) / 2);
     if (x >= 0) return zd(t, y / (2 * t));
     return zd(::fabs(y) / (2 * t), ::copysign(t, y));
 }
+// sinh and cosh with C99 Annex G's values (PyTorch's) where a part is zero, infinite or NaN:
+// the plain products give sinh(1e30 + 0i) = inf + NaN i (cosh(x) sin(0) = inf * 0)
 __device__ __forceinline__ zd sinh(zd z) {
-    return zd(::sinh(z.re) * ::cos(z.im), ::cosh(z.re) * ::sin(z.im));
+    const double x = z.re, y = z.im, nan = __longlong_as_double(0x7ff8000000000000LL);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    const bool xf = x - x == 0, yf = y - y == 0;     // finite (the header's isinf comes later)
+    if (y == 0) return zd(x == x ? ::sinh(x) : x, y);
+    if (x == 0) return zd(x, yf ? ::sin(y) : nan);
+    if (x == inf || x == -inf) return yf ? zd(x * ::cos(y), inf * ::sin(y)) : zd(inf, nan);
+    if (!xf || !yf) return zd(nan, nan);
+    return zd(::sinh(x) * ::cos(y), ::cosh(x) * ::sin(y));
 }
 __device__ __forceinline__ zd cosh(zd z) {
-    return zd(::cosh(z.re) * ::cos(z.im), ::sinh(z.re) * ::sin(z.im));
+    const double x = z.re, y = z.im, nan = __longlong_as_double(0x7ff8000000000000LL);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    const bool xf = x - x == 0, yf = y - y == 0;
+    if (y == 0) return x == x ? zd(::cosh(x), y * ::copysign(1.0, x)) : zd(x, y);
+    if (x == 0) return yf ? zd(::cos(y), x * ::sin(y)) : zd(nan, x);
+    if (x == inf || x == -inf) return yf ? zd(inf * ::cos(y), x * ::sin(y)) : zd(inf, nan);
+    if (!xf || !yf) return zd(nan, nan);
+    return zd(::cosh(x) * ::cos(y), ::sinh(x) * ::sin(y));
 }
 // tanh(x + iy) = (sinh 2x + i sin 2y) / (cosh 2x + cos 2y), saturating to +-1 for large |x|.
 __device__ __forceinline__ zd tanh(zd z) {
@@ -153,27 +180,80 @@ __device__ __forceinline__ zd tanh(zd z) {
 }
 __device__ __forceinline__ zd mul_i(zd z) { return zd(-z.im, z.re); }    // i z
 __device__ __forceinline__ zd mul_mi(zd z) { return zd(z.im, -z.re); }   // -i z
-__device__ __forceinline__ zd sin(zd z) { return mul_mi(sinh(mul_i(z))); }
+__device__ __forceinline__ zd sin(zd z) {
+    const zd s = sinh(mul_i(z));     // NaN + i inf keeps a positive inf, as PyTorch's csin
+    return (s.re == s.re && s.re - s.re != 0 && s.im != s.im) ? zd(s.im, ::fabs(s.re))
+                                                              : mul_mi(s);
+}
 __device__ __forceinline__ zd cos(zd z) { return cosh(mul_i(z)); }
 __device__ __forceinline__ zd tan(zd z) { return mul_mi(tanh(mul_i(z))); }
-// asin z = -i log(iz + sqrt(1 - z^2)); acos z = pi/2 - asin z; atan z = i/2 log((i + z)/(i - z))
+// The inverse functions by Kahan's formulas ("Branch cuts for complex elementary functions",
+// 1987) over square roots that keep the sign of zero: each side of a branch cut (asin(3 + 0i)
+// vs asin(3 - 0i)) gets its own value, as in PyTorch, with no overflow from squaring z.
+// Infinite and NaN parts take C99 Annex G's values (PyTorch's), from the tables below.
+__device__ __forceinline__ bool finite2(zd z) { return gt::isfinite(z.re) && gt::isfinite(z.im); }
+constexpr double kPi2 = 1.5707963267948966, kPi4 = 0.7853981633974483;
+__device__ __forceinline__ zd asinh_c99(zd z) {   // casinh of a non-finite z
+    const double x = z.re, y = z.im, nan = __longlong_as_double(0x7ff8000000000000LL);
+    if (gt::isinf(x)) return zd(x, gt::isinf(y) ? ::copysign(kPi4, y) : y != y ? y :
+                                ::copysign(0.0, y));
+    if (gt::isinf(y)) return x != x ? zd(::fabs(y), x) : zd(::copysign(y, x),
+                                                          ::copysign(kPi2, y));
+    if (x != x) return y == 0 ? z : zd(nan, nan);
+    return zd(nan, nan);                                  // NaN y, finite x
+}
+__device__ __forceinline__ zd acosh_c99(zd z) {   // cacosh of a non-finite z
+    const double x = z.re, y = z.im, nan = __longlong_as_double(0x7ff8000000000000LL);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    if (gt::isinf(x)) {
+        if (y != y) return zd(inf, y);
+        return zd(inf, ::copysign(gt::isinf(y) ? (x > 0 ? kPi4 : 3 * kPi4) : (x > 0 ? 0.0 :
+                                                                             2 * kPi2), y));
+    }
+    if (gt::isinf(y)) return zd(inf, x != x ? x : ::copysign(kPi2, y));
+    if (x == 0) return zd(y, kPi2);                       // 0 + i NaN
+    return zd(nan, nan);
+}
+__device__ __forceinline__ zd asin_kahan(zd z) {
+    const zd xi = sqrt(zd(1 - z.re, -z.im)), eta = sqrt(zd(1 + z.re, z.im));
+    return zd(::atan2(z.re, xi.re * eta.re - xi.im * eta.im),
+              ::asinh(xi.re * eta.im - xi.im * eta.re));
+}
+// asinh z = -i asin(iz), asin z = -i asinh(iz)
+__device__ __forceinline__ zd asinh(zd z) {
+    return finite2(z) ? mul_mi(asin_kahan(mul_i(z))) : asinh_c99(z);
+}
 __device__ __forceinline__ zd asin(zd z) {
-    return mul_mi(log(mul_i(z) + sqrt(zd(1, 0) - z * z)));
+    if (gt::isinf(z.re) && z.im != z.im) return zd(z.im, ::fabs(z.re));   // NaN + i inf
+    return finite2(z) ? asin_kahan(z) : mul_mi(asinh_c99(mul_i(z)));
 }
-__device__ __forceinline__ zd acos(zd z) {
-    const zd s = asin(z);
-    return zd(1.5707963267948966 - s.re, -s.im);
-}
-__device__ __forceinline__ zd atan(zd z) {
-    const zd q = log((zd(0, 1) + z) / (zd(0, 1) - z));
-    return zd(-q.im / 2, q.re / 2);
-}
-// asinh z = -i asin(iz); atanh z = -i atan(iz); acosh z = log(z + sqrt(z + 1) sqrt(z - 1)).
-__device__ __forceinline__ zd asinh(zd z) { return mul_mi(asin(mul_i(z))); }
-__device__ __forceinline__ zd atanh(zd z) { return mul_mi(atan(mul_i(z))); }
 __device__ __forceinline__ zd acosh(zd z) {
-    return log(z + sqrt(z + zd(1, 0)) * sqrt(z - zd(1, 0)));
+    if (!finite2(z)) return acosh_c99(z);
+    const zd xi = sqrt(zd(z.re - 1, z.im)), eta = sqrt(zd(z.re + 1, z.im));
+    return zd(::asinh(xi.re * eta.re + xi.im * eta.im), 2 * ::atan2(xi.im, eta.re));
 }
+// acos z = (Im acosh z, -Re acosh z) with acosh's imaginary sign taken from z's (C99's tables
+// for both are so related; Kahan's finite formula directly)
+__device__ __forceinline__ zd acos(zd z) {
+    if (!finite2(z)) {
+        const zd h = acosh_c99(z);
+        return zd(::fabs(h.im) == h.im || h.im != h.im ? ::fabs(h.im) : -h.im,
+                  -::copysign(h.re, z.im == z.im ? z.im : 1.0));
+    }
+    const zd xi = sqrt(zd(1 - z.re, -z.im)), eta = sqrt(zd(1 + z.re, z.im));
+    return zd(2 * ::atan2(xi.re, eta.re), ::asinh(eta.re * xi.im - eta.im * xi.re));
+}
+// atanh(x + iy) = log1p(4x / ((1 - x)^2 + y^2)) / 4 + i atan2(2y, (1 - x)(1 + x) - y^2) / 2,
+// with C99's values for infinite parts (0 + i pi/2, signed) and 0 + i NaN.
+__device__ __forceinline__ zd atanh(zd z) {
+    const double x = z.re, y = z.im;
+    if (gt::isinf(x) || gt::isinf(y))
+        return zd(::copysign(0.0, x == x ? x : 1.0), y != y ? y : ::copysign(kPi2, y));
+    if (x == 0 && y != y) return z;
+    const double d = (1 - x) * (1 - x) + y * y;
+    return zd(::log1p(4 * x / d) / 4, ::atan2(2 * y, (1 - x) * (1 + x) - y * y) / 2);
+}
+__device__ __forceinline__ zd atan(zd z) { return mul_mi(atanh(mul_i(z))); }
 // expm1 and log1p without cancellation near 0.
 __device__ __forceinline__ zd expm1(zd z) {
     const double s = ::sin(z.im / 2);
@@ -248,9 +328,10 @@ GT_CPLX1(sinh, cplx::sinh(z)) GT_CPLX1(cosh, cplx::cosh(z)) GT_CPLX1(tanh, cplx:
 GT_CPLX1(asin, cplx::asin(z)) GT_CPLX1(acos, cplx::acos(z)) GT_CPLX1(atan, cplx::atan(z))
 GT_CPLX1(expm1, cplx::expm1(z)) GT_CPLX1(log1p, cplx::log1p(z))
 GT_CPLX1(asinh, cplx::asinh(z)) GT_CPLX1(acosh, cplx::acosh(z)) GT_CPLX1(atanh, cplx::atanh(z))
-GT_CPLX1(exp2, cplx::exp(z * 0.6931471805599453))
-GT_CPLX1(log2, cplx::log(z) * 1.4426950408889634)
-GT_CPLX1(log10, cplx::log(z) * 0.4342944819032518)
+// (scaled part by part: a complex product by (c + 0i) would make inf * 0 NaNs)
+GT_CPLX1(exp2, cplx::exp(cplx::zd(z.re * 0.6931471805599453, z.im * 0.6931471805599453)))
+GT_CPLX1(log2, cplx::scale(cplx::log(z), 1.4426950408889634))
+GT_CPLX1(log10, cplx::scale(cplx::log(z), 0.4342944819032518))
 #undef GT_CPLX1
 // PyTorch's _log_add_exp_helper: the operands ordered by real part (a NaN operand first),
 // NaN in either part infectious, equal infinite real parts handled without inf - inf.

@@ -245,9 +245,14 @@ def check_dtype(d: D.dtype, what: str, op_name: str) -> None:
 def _load(value: str, d: D.dtype, spec: KernelSpec) -> str:
     """An operand element as the kernel's scalar_t. An integer operand of another dtype than
     an integer compute dtype is first cast to it (255 in uint8 is -1 in int8 compute), as the
-    CPU backend and PyTorch convert operands before computing; then it widens."""
+    CPU backend and PyTorch convert operands before computing; then it widens. An operand of
+    another dtype than a float16/bfloat16 compute dtype is rounded to it (through float, as
+    PyTorch converts), so int32 70000 is inf in float16 arithmetic."""
     if d is not spec.compute and spec.compute.category == D.INTEGRAL:
         value = f"static_cast<{CTYPES[spec.compute]}>({value})"
+    elif d is not spec.compute and spec.compute in _HALF:
+        to_half = "__float2half_rn" if spec.compute is D.float16 else "__float2bfloat16_rn"
+        value = f"{to_half}(gt::load<float>({value}))"
     return f"gt::load<scalar_t>({value})"
 
 

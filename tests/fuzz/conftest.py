@@ -2,6 +2,8 @@
 
 ``--fuzz-deep`` (or GPUTENSOR_FUZZ_DEEP=1) runs many more examples per op with larger shapes;
 GPUTENSOR_FUZZ_EXAMPLES=<n> sets the examples per op and device.
+``--fuzz-seed=<n>`` (or GPUTENSOR_FUZZ_SEED=<n>) draws other examples than the fixed CI seed:
+a seed that finds a failure reproduces it (the failure message names the seed).
 The option is registered when this folder is on the command line (``pytest tests/fuzz``); the
 environment variable works from any invocation. At the end of the run the terminal summary
 prints the count of calls per outcome class and device; GPUTENSOR_FUZZ_SUMMARY=<file> also
@@ -24,6 +26,8 @@ INTENDED: Counter = Counter()                   # intended-difference key -> cal
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--fuzz-deep", action="store_true", default=False,
                      help="run the registry fuzz test (tests/fuzz) with many more examples")
+    parser.addoption("--fuzz-seed", type=int, default=None,
+                     help="seed of the registry fuzz test (default: the fixed CI seed)")
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +44,17 @@ def fuzz_examples() -> int | None:
     """GPUTENSOR_FUZZ_EXAMPLES=<n> overrides the examples per op and device."""
     n = os.environ.get("GPUTENSOR_FUZZ_EXAMPLES", "")
     return int(n) if n else None
+
+
+@pytest.fixture(scope="session")
+def fuzz_seed(request: pytest.FixtureRequest) -> int | None:
+    """--fuzz-seed or GPUTENSOR_FUZZ_SEED: None keeps the fixed, derandomized CI examples."""
+    try:
+        opt = request.config.getoption("--fuzz-seed")
+    except ValueError:
+        opt = None
+    env = os.environ.get("GPUTENSOR_FUZZ_SEED", "")
+    return opt if opt is not None else (int(env) if env else None)
 
 
 @pytest.fixture(scope="session")

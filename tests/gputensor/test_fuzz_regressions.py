@@ -567,3 +567,335 @@ def test_histogram_of_16bit_floats_needs_only_the_range(device: str, dtype: str)
                                                3)), device)
     if device == "cpu":    # (on cuda PyTorch would name its CUDA kernel)
         same_error(lambda L, d: L.histogram(t(L, d, x, dtype), 3), device)
+
+
+# -- found by deeper and reseeded fuzz runs --------------------------------------------------------
+@pytest.mark.parametrize("half", ["float16", "bfloat16"])
+def test_operands_round_to_a_16bit_compute_dtype_first(device: str, half: str) -> None:
+    # int32 70000 is inf in float16 (PyTorch converts operands before computing in float)
+    same_result(lambda L, d: t(L, d, [1e-3, 0.5], half) * t(L, d, [70000, 3], "int32"), device)
+    same_result(lambda L, d: t(L, d, [1.0, 3.0], half) * t(L, d, [16842753, 3]), device)
+    same_result(lambda L, d: L.addcmul(t(L, d, 2147483647, "int32"), t(L, d, [-2**31], "int32"),
+                                       t(L, d, 65504.0, "float16")), device)
+
+
+def test_addcdiv_addcmul_multiply_value_first(device: str) -> None:
+    # value * t1 / t2 left to right: (2.8+2.8j) / 0 is inf+infj, not nan
+    same_result(lambda L, d: L.addcdiv(t(L, d, [0j]), t(L, d, [2.8 + 2.78j]), t(L, d, [0j])),
+                device)
+    same_result(lambda L, d: L.addcmul(t(L, d, [0.0]), t(L, d, [1e30]), t(L, d, [1e-30]),
+                                       value=1e10), device)
+
+
+def test_index_add_complex_multiplies_by_alpha_one(device: str) -> None:
+    same_result(lambda L, d: t(L, d, [1 + 1j, 1]).index_add(0, t(L, d, [0]),
+                                                              t(L, d, [complex(-INF, -0.5)])),
+                device)
+
+
+def test_index_fill_checks_indices_only_for_nonempty_slices(device: str) -> None:
+    same_result(lambda L, d: L.zeros(0, 0, device=d).index_fill(0, t(L, d, [1]), 1), device)
+    same_result(lambda L, d: L.zeros(2, 0, device=d).index_fill(0, t(L, d, [3]), 1), device)
+    same_error(lambda L, d: L.zeros(2, 2, device=d).index_fill(0, t(L, d, [3]), 1), device)
+
+
+@pytest.mark.parametrize("case", ["index_put", "setitem", "setitem_view", "setitem_int_after"])
+def test_one_element_value_through_a_mask_is_converted(device: str, case: str) -> None:
+    # PyTorch writes it by masked_fill_: converted (and overflow-checked), not dtype-matched
+    def put(L: Any, d: str, value: Any) -> Any:
+        x, m = L.zeros(3, 2, dtype=L.int8, device=d), t(L, d, [True, False, True])
+        if case == "index_put":
+            return x.index_put((m,), value)
+        if case == "setitem":
+            x[m] = value
+        elif case == "setitem_view":
+            x[:, t(L, d, [True, False])] = value
+        else:
+            x[m, 0] = value
+        return x
+    same_result(lambda L, d: put(L, d, t(L, d, 5.7)), device)
+    same_result(lambda L, d: put(L, d, t(L, d, [5])), device)
+    same_error(lambda L, d: put(L, d, t(L, d, 1000)), device)
+    same_error(lambda L, d: put(L, d, t(L, d, 1 + 2j)), device)
+    same_error(lambda L, d: put(L, d, t(L, d, [5.0, 6.0])), device)   # not one element
+
+
+def test_mask_index_errors_match(device: str) -> None:
+    def put(L: Any, d: str, index: Any, accumulate: bool = False) -> Any:
+        return L.zeros(3, 2, dtype=L.int8, device=d).index_put(index(L, d), t(L, d, 5.0),
+                                                             accumulate=accumulate)
+    same_error(lambda L, d: put(L, d, lambda L, d: (t(L, d, [True, False]),)), device)
+    same_error(lambda L, d: put(L, d, lambda L, d: (t(L, d, [True, False, True]),) * 2), device)
+    same_error(lambda L, d: put(L, d, lambda L, d: (t(L, d, [True, False, True]),), True),
+               device)
+
+    def setitem(L: Any, d: str) -> None:
+        x = L.zeros(3, 2, dtype=L.int8, device=d)
+        x[t(L, d, [True, False, True]), True] = t(L, d, 5.0)   # a bool is a long index
+    same_error(setitem, device)
+    same_error(lambda L, d: L.zeros(3, 2, 4, device=d)[:, t(L, d, [[True, False, True]])],
+               device)
+
+
+def test_isin_casts_to_the_result_type(device: str) -> None:
+    x = [44, 255, 3]
+    same_result(lambda L, d: L.isin(t(L, d, x, "uint8"), 300), device)
+    same_result(lambda L, d: L.isin(t(L, d, x, "uint8"), 2**63 - 1, invert=True), device)
+    same_result(lambda L, d: L.isin(t(L, d, x, "uint8"), t(L, d, 300)), device)
+    same_result(lambda L, d: L.isin(t(L, d, x, "uint8"), t(L, d, [300])), device)
+    same_result(lambda L, d: L.isin(300, t(L, d, [44], "uint8")), device)
+    same_result(lambda L, d: L.isin(t(L, d, 44, "uint8"), t(L, d, [300] * 20)), device)
+
+
+def test_complex_linspace_steps_each_part(device: str) -> None:
+    same_result(lambda L, d: L.linspace(0, INF, 3, dtype=L.complex64, device=d), device)
+    same_result(lambda L, d: L.linspace(1 + 2j, complex(3, INF), 5, device=d), device)
+    same_result(lambda L, d: L.linspace(1 + 2j, 3 - 1j, 5, dtype=L.complex128, device=d),
+                device)
+
+
+@pytest.mark.parametrize("name", ["amax", "amin"])
+def test_amax_amin_checks_in_pytorch_order(device: str, name: str) -> None:
+    same_result(lambda L, d: getattr(L, name)(L.zeros(0, 1, dtype=L.complex64, device=d), 1),
+                device)
+    if device == "cpu":   # (PyTorch names its kernel per device)
+        same_error(lambda L, d: getattr(L, name)(t(L, d, [[1j]]), 1), device)
+    same_error(lambda L, d: getattr(L, name)(L.zeros(0, 0, device=d), (1, 1)), device)
+    same_error(lambda L, d: getattr(L, name)(L.zeros(0, 2, device=d), (1, 1)), device)
+
+
+def test_dim_checked_before_dtype_and_shapes(device: str) -> None:
+    same_error(lambda L, d: L.cummax(t(L, d, [1j]), 1), device)
+    same_error(lambda L, d: L.hash_tensor(t(L, d, 1j), dim=1), device)
+    same_error(lambda L, d: L.index_copy(L.zeros(0, dtype=L.bool, device=d), 1,
+                                         L.zeros(0, dtype=L.int64, device=d),
+                                         L.zeros(0, dtype=L.uint8, device=d)), device)
+    same_error(lambda L, d: L.stack([t(L, d, False), L.zeros(0, dtype=L.bool, device=d)], 1),
+               device)
+    same_error(lambda L, d: L.unflatten(t(L, d, True), 1, (1,)), device)
+
+
+def test_hash_tensor_checks_dims_then_mode_then_dtype(device: str) -> None:
+    same_error(lambda L, d: L.hash_tensor(t(L, d, True), dim=1, mode=1), device)
+    same_error(lambda L, d: L.hash_tensor(L.zeros(0, 2, device=d), dim=0, mode=1), device)
+    same_error(lambda L, d: L.hash_tensor(L.zeros(1, 0, device=d), dim=0, mode=1), device)
+    for keepdim in (False, True):   # an empty result runs no kernel, so no dtype check
+        same_result(lambda L, d, k=keepdim: L.hash_tensor(
+            L.zeros(1, 0, dtype=L.complex64, device=d), dim=0, keepdim=k), device)
+        same_result(lambda L, d, k=keepdim: L.hash_tensor(L.zeros(1, 0, device=d), dim=0,
+                                                          keepdim=k), device)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("value", [1e6, 1e39, -1e39, 1 + 2j, 5])
+def test_one_element_16bit_fill_rounds_through_double(device: str, dtype: str,
+                                                      value: Any) -> None:
+    # PyTorch fills one element through a double (1e39 is inf), more elements with the check
+    def fill(L: Any, d: str, shape: tuple) -> Any:
+        return L.zeros(shape, dtype=getattr(L, dtype), device=d).fill_(value)
+    for shape in ((), (1, 1), (2,)):
+        if isinstance(value, complex) or (shape == (2,) and abs(value) > 1e5 and
+                                          (dtype == "float16" or abs(value) > 1e38)):
+            same_error(lambda L, d, s=shape: fill(L, d, s), device)
+        else:
+            same_result(lambda L, d, s=shape: fill(L, d, s), device)
+    if not isinstance(value, complex):
+        same_result(lambda L, d: L.full((1,), value, dtype=getattr(L, dtype), device=d), device)
+
+
+@pytest.mark.parametrize("shape", [(2**62,), (2**31, 2**31, 4)])
+def test_allocation_whose_byte_count_overflows(device: str, shape: tuple) -> None:
+    same_error(lambda L, d: L.empty(shape, device=d), device)
+    same_error(lambda L, d: L.zeros(shape, device=d), device)
+
+
+@pytest.mark.parametrize("length,kernel,kw", [(0, 1, {}), (3, 5, {}),
+                                              (3, 5, {"dilation": 2, "padding": 1})])
+def test_conv1d_geometry_error_in_1d_terms(device: str, length: int, kernel: int,
+                                           kw: dict) -> None:
+    same_error(lambda L, d: L.nn.functional.conv1d(L.zeros(1, 1, length, device=d),
+                                                   L.ones(1, 1, kernel, device=d), **kw), device)
+
+
+def test_complex64_division_rounds_in_float(device: str) -> None:
+    # Smith's algorithm in float, as PyTorch: in double 1 / z rounds to another float
+    z = [3.5718798637390137 + 0.951651394367218j, 1 + 1j, 1e-30 + 1e30j]
+    for dtype in ("complex64", "complex128"):
+        same_result(lambda L, d, dt=dtype: L.reciprocal(t(L, d, z, dt)).to(L.complex128),
+                    device, atol=0, rtol=0)
+        same_result(lambda L, d, dt=dtype: (t(L, d, z, dt) / t(L, d, z[::-1], dt)).to(
+            L.complex128), device, atol=0, rtol=0)
+
+
+def test_cov_mean_is_the_rounded_sum_over_n(device: str) -> None:
+    # PyTorch divides the dtype's sum (float16 inf here) by the count
+    same_result(lambda L, d: L.cov(t(L, d, [[65504.0, 65504.0], [1.0, 3.0]], "float16"),
+                                   correction=0), device)
+
+
+@pytest.mark.parametrize("name", ["median", "nanmedian"])
+def test_median_of_0d_with_keepdim_is_0d(device: str, name: str) -> None:
+    same_result(lambda L, d: tuple(getattr(L, name)(t(L, d, 3, "uint8"), 0, keepdim=True)),
+                device)
+    same_result(lambda L, d: tuple(getattr(L, name)(t(L, d, 3.0), -1, keepdim=True)), device)
+
+
+def test_repeat_interleave_dim_of_0d_raises(device: str) -> None:
+    same_error(lambda L, d: L.repeat_interleave(t(L, d, True), t(L, d, [-1]), dim=0), device)
+    same_error(lambda L, d: L.repeat_interleave(t(L, d, True), 2, dim=1), device)
+    same_result(lambda L, d: L.repeat_interleave(t(L, d, True), 2), device)
+
+
+def test_view_as_complex_ignores_strides_of_size_one_dims(device: str) -> None:
+    same_result(lambda L, d: L.view_as_complex(t(L, d, [[0.5], [-2.0]]).transpose(0, 1)),
+                device)
+    assert gt.view_as_complex(gt.empty_strided((1, 2), (3, 1), device=device)).stride() == (1,)
+    same_error(lambda L, d: L.view_as_complex(L.empty_strided((2, 2), (3, 1), device=d)),
+               device)
+
+
+def test_index_put_into_a_size_0_dim_checked_before_dtype(device: str) -> None:
+    def setitem(L: Any, d: str) -> None:
+        x = L.zeros(0, dtype=L.bool, device=d)
+        x[[0]] = t(L, d, 0, "uint8")
+    same_error(setitem, device)
+    same_error(lambda L, d: L.zeros(0, dtype=L.bool, device=d).index_put_(
+        (t(L, d, [0]),), t(L, d, 1, "uint8"), True), device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_special_values_of_exp_log_and_division(device: str, dtype: str) -> None:
+    z = [0j, complex(-0.0, 0.0), complex(1e30, 0), complex(1e30, -0.0), complex(INF, 65504),
+         complex(NAN, -INF), complex(INF, 0), 1j, complex(2.5, NAN)]
+    for name in ("rsqrt", "reciprocal", "exp", "exp2", "log", "log2", "log10", "sqrt"):
+        same_result(lambda L, d, f=name: L.view_as_real(getattr(L, f)(t(L, d, z, dtype))),
+                    device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("name", ["asin", "acos", "atan", "asinh", "acosh", "atanh", "sin",
+                                  "cos", "tan", "sinh", "cosh", "tanh"])
+def test_complex_trig_and_inverse_on_cuts_and_special_values(device: str, dtype: str,
+                                                              name: str) -> None:
+    # branch cuts keep the sign of zero (asin(3 + 0i) vs asin(3 - 0i)); infinite and NaN parts
+    # take C99's values; |z| = 1e30 does not overflow, nor does sinh(1e30 + 0i) make inf * 0
+    parts = [0.0, -0.0, 1.0, -1.0, 2.5, -2.5, 1e30, INF, -INF, NAN]
+    z = [complex(a, b) for a in parts for b in parts]
+    same_result(lambda L, d: L.view_as_real(getattr(L, name)(t(L, d, z, dtype))), device,
+                atol=1e-5 if dtype == "complex64" else 1e-10)
+
+
+def test_sort_checks_the_dim_before_the_dtype(device: str) -> None:
+    same_error(lambda L, d: L.sort(t(L, d, 1j), dim=1), device)
+
+
+def test_unsafe_split_takes_one_int(device: str) -> None:
+    same_error(lambda L, d: L.unsafe_split(L.zeros(2, device=d), [1, 1]), device)
+    same_result(lambda L, d: L.unsafe_split(L.zeros(3, device=d), 2), device)
+
+
+def test_scan_of_0d_is_a_copy(device: str) -> None:
+    z = complex(NAN, -INF)
+    same_result(lambda L, d: L.view_as_real(L.cumprod(t(L, d, z), 0)), device)
+    same_result(lambda L, d: L.view_as_real(L.cumsum(t(L, d, complex(-0.0, -0.0)), 0)),
+                device)
+    same_result(lambda L, d: L.cumsum(t(L, d, True), 0), device)
+
+
+def test_complex_norm_with_an_infinite_part_is_inf(device: str) -> None:
+    same_result(lambda L, d: L.norm(t(L, d, [0.9 + 2.1j, complex(NAN, -INF)])), device)
+    same_result(lambda L, d: L.linalg.vector_norm(t(L, d, [1 + 2j, complex(INF, NAN)])),
+                device)
+
+
+def test_trapezoid_constant_spacing_is_sum_less_end_halves(device: str) -> None:
+    same_result(lambda L, d: L.trapezoid(t(L, d, [INF], "float16"), dim=0, dx=0.5), device)
+    same_result(lambda L, d: L.trapezoid(t(L, d, [[1.0, 2.0, 4.0], [3.0, 5.0, 6.0]]), dx=0.5),
+                device)
+
+
+def test_nansum_of_complex_checks_the_dim_first(device: str) -> None:
+    same_error(lambda L, d: L.nansum(t(L, d, 1j), dim=1), device)
+
+
+def test_index_put_that_writes_nothing_checks_no_index_value(device: str) -> None:
+    for accumulate in (False, True):
+        same_result(lambda L, d, a=accumulate: L.zeros(1, 0, dtype=L.bool, device=d).index_put(
+            (t(L, d, [-1, 3]),), t(L, d, False), a), device)
+
+    def setitem(L: Any, d: str, value: Any) -> Any:
+        x = L.zeros(1, 0, device=d)
+        x[t(L, d, [3]), :] = value(L, d)
+        return x
+    same_result(lambda L, d: setitem(L, d, lambda L, d: L.ones(1, 0, device=d)), device)
+    same_error(lambda L, d: setitem(L, d, lambda L, d: L.ones(1, 5, device=d)), device)
+
+
+@pytest.mark.parametrize("alpha", [-2.25, 300, 1 + 2j, 2.5])
+def test_index_add_alpha_is_overflow_checked_first(device: str, alpha: Any) -> None:
+    def add(L: Any, d: str, n: int, dtype: str) -> Any:
+        return L.zeros(n, dtype=getattr(L, dtype), device=d).index_add(
+            0, t(L, d, [1]), t(L, d, [1], dtype), alpha=alpha)
+    for dtype in ("uint8", "float32"):
+        if dtype == "float32" and not isinstance(alpha, complex) or alpha == 2.5:
+            same_result(lambda L, d, dt=dtype: add(L, d, 2, dt), device)
+        else:   # (with no element to add to, the index is out of range too: alpha first)
+            same_error(lambda L, d, dt=dtype: add(L, d, 2, dt), device)
+            same_error(lambda L, d, dt=dtype: add(L, d, 0, dt), device)
+
+
+def test_setitem_writing_nothing_still_broadcasts_its_indices(device: str) -> None:
+    def setitem(L: Any, d: str) -> None:
+        x = L.zeros(1, 0, dtype=L.bool, device=d)
+        x[t(L, d, [0, 0]), False] = t(L, d, False)
+    same_error(setitem, device)
+
+
+def test_index_add_alpha_check_follows_pytorch_early_returns(device: str) -> None:
+    def add(L: Any, d: str, shape: tuple, n: int) -> Any:
+        src = (n,) + shape[1:]
+        return L.zeros(shape, dtype=L.uint8, device=d).index_add(
+            0, L.zeros(n, dtype=L.int64, device=d), L.zeros(src, dtype=L.uint8, device=d),
+            alpha=-2.25)
+    same_result(lambda L, d: add(L, d, (0, 0), 0), device)   # more dims, nothing: no check
+    same_result(lambda L, d: add(L, d, (2, 2), 0), device)
+    same_error(lambda L, d: add(L, d, (2,), 0), device)      # 1-d: alpha converted first
+
+
+@pytest.mark.parametrize("args,dtype", [((2.5,), "int64"), ((-2.5, 2.5, 1.5), "int64"),
+                                        ((10.5, 0, -3.5), "int64"), ((0, 2.5, 0.5), "int32"),
+                                        ((0.5, 3.7, 1.5), "int32"), ((2.5,), "uint8")])
+def test_integer_arange_reads_its_ends_as_int64(device: str, args: tuple, dtype: str) -> None:
+    same_result(lambda L, d: L.arange(*args, dtype=getattr(L, dtype), device=d), device)
+
+
+def test_integer_arange_with_a_truncated_zero_step(device: str) -> None:
+    same_error(lambda L, d: L.arange(0, 2.5, 0.5, dtype=L.int64, device=d), device)
+
+
+def test_empty_quantile_raises_first(device: str) -> None:
+    same_error(lambda L, d: L.quantile(L.zeros(0, 0, device=d), 0.5, dim=2), device)
+    same_error(lambda L, d: L.nanquantile(L.zeros(0, 3, device=d), 0.5, dim=1), device)
+    same_error(lambda L, d: L.quantile(L.zeros(0, dtype=L.int64, device=d), 0.5), device)
+
+
+def test_hash_tensor_checks_dim_sizes_before_repeats(device: str) -> None:
+    same_error(lambda L, d: L.hash_tensor(L.zeros(0, 0, dtype=L.bool, device=d), dim=(0, 0)),
+               device)
+
+
+def test_index_copy_checks_slices_before_the_index_count(device: str) -> None:
+    with pytest.raises(RuntimeError, match="same slice shapes"):
+        gt.index_copy(gt.tensor(True, device=device), 0, gt.zeros(0, dtype=gt.int64,
+                                                                    device=device),
+                      gt.zeros(1, 0, dtype=gt.bool, device=device))
+
+
+@pytest.mark.parametrize("data", [[300, 1 + 2j], [NAN, 1 + 2j], [3, 1 + 2j], [1 + 2j, 300],
+                                  [[300], [1j]]])
+def test_complex_data_for_an_integer_dtype_fails_at_the_first_bad_element(
+        device: str, data: list) -> None:
+    for dtype in ("uint8", "int8"):
+        same_error(lambda L, d, dt=dtype: L.tensor(data, dtype=getattr(L, dt), device=d), device)
+        same_error(lambda L, d, dt=dtype: L.as_tensor(data, dtype=getattr(L, dt), device=d),
+                   device)

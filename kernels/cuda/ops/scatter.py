@@ -328,7 +328,8 @@ def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
     _alert_float_atomics(self, "index_add_cuda_")
     w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_add")
-    w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 else alpha)
+    # PyTorch multiplies complex sources by alpha even when it is 1 (inf's imaginary part is nan)
+    w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 and not self.is_complex() else alpha)
     w.check()
 
 
