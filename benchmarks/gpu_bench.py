@@ -921,61 +921,72 @@ def build_gpt(lib: Any, block: int, n_layer: int = 2, n_embd: int = 128, n_head:
     return GPT()
 
 
-def _train_item(ctx: Ctx, kind: str) -> dict[str, Any]:
-    sz = ctx.sz
+def training_inputs(kind: str, sz: Sizes) -> tuple[str, tuple[np.ndarray, np.ndarray]]:
+    """What the ``kind`` training step trains on ("mlp", "cnn", "lstm" or "gpt"): its
+    description and the host (input, target) arrays, the same for every library."""
     rng = np.random.default_rng(2)
     if kind == "mlp":
         batch = 128
-        what = f"MLP 784-256-256-10, batch {batch}"
-        inputs = (rng.standard_normal((batch, 784), dtype=np.float32),
-                  rng.integers(0, 10, batch, dtype=np.int64))
-    elif kind == "cnn":
+        return (f"MLP 784-256-256-10, batch {batch}",
+                (rng.standard_normal((batch, 784), dtype=np.float32),
+                 rng.integers(0, 10, batch, dtype=np.int64)))
+    if kind == "cnn":
         batch = 64
-        what = f"demo CNN (gputensor/demo.py) on 1x8x8, batch {batch}"
-        inputs = (rng.standard_normal((batch, 1, 8, 8), dtype=np.float32),
-                  rng.integers(0, 10, batch, dtype=np.int64))
-    elif kind == "lstm":
-        batch, seq = 16, 32
+        return (f"demo CNN (gputensor/demo.py) on 1x8x8, batch {batch}",
+                (rng.standard_normal((batch, 1, 8, 8), dtype=np.float32),
+                 rng.integers(0, 10, batch, dtype=np.int64)))
+    if kind == "lstm":
+        batch, seq, vocab = 16, 32, 65
         what = f"char LSTM (embedding 32, hidden 128, vocab 65), batch {batch}, sequence {seq}"
-        idx = rng.integers(0, 65, (batch, seq + 1), dtype=np.int64)
-        inputs = (np.ascontiguousarray(idx[:, :-1]), np.ascontiguousarray(idx[:, 1:]))
     else:
-        batch, block = sz.gpt_batch, sz.gpt_block
+        batch, seq, vocab = sz.gpt_batch, sz.gpt_block, GPT["vocab"]
         what = (f"GPT {GPT['n_layer']} layers, n_embd {GPT['n_embd']}, {GPT['n_head']} heads, "
-                f"block {block}, vocab {GPT['vocab']}, batch {batch}")
-        idx = rng.integers(0, GPT["vocab"], (batch, block + 1), dtype=np.int64)
-        inputs = (np.ascontiguousarray(idx[:, :-1]), np.ascontiguousarray(idx[:, 1:]))
+                f"block {seq}, vocab {vocab}, batch {batch}")
+    idx = rng.integers(0, vocab, (batch, seq + 1), dtype=np.int64)
+    return what, (np.ascontiguousarray(idx[:, :-1]), np.ascontiguousarray(idx[:, 1:]))
+
+
+def training_step(lib: Lib, kind: str, sz: Sizes,
+                  inputs: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Callable[[], Any]]:
+    """(model, step) of the ``kind`` training step on ``lib``'s device: one call of step()
+    is zero_grad, forward, cross entropy, backward and an Adam update; it returns the loss."""
+    m = lib.mod
+    m.manual_seed(0)
+    if kind == "mlp":
+        model = build_mlp(m)
+    elif kind == "cnn":
+        model = build_cnn(m)
+    elif kind == "lstm":
+        from gpu_bench_science import build_char_lstm
+        model = build_char_lstm(m)
+    else:
+        model = build_gpt(m, block=sz.gpt_block, **GPT)
+    model = model.to(lib.device)
+    x, y = (lib.dev(h) for h in inputs)
+    opt = m.optim.Adam(model.parameters(), lr=1e-3)
+    if kind in ("gpt", "lstm"):
+        loss_of = lambda: model(x, y)  # noqa: E731
+    else:
+        ce = m.nn.functional.cross_entropy
+        loss_of = lambda: ce(model(x), y)  # noqa: E731
+
+    def step() -> Any:
+        opt.zero_grad()
+        loss = loss_of()
+        loss.backward()
+        opt.step()
+        return loss
+    return model, step
+
+
+def _train_item(ctx: Ctx, kind: str) -> dict[str, Any]:
+    sz = ctx.sz
+    what, inputs = training_inputs(kind, sz)
     item = {"what": f"training step (zero_grad, forward, cross entropy, backward, Adam): {what}",
             "metric": "ms_per_step", "warmup_steps": sz.warmup_steps, "steps": sz.steps}
 
     def one(lib: Lib) -> dict[str, Any]:
-        m = lib.mod
-        m.manual_seed(0)
-        if kind == "mlp":
-            model = build_mlp(m)
-        elif kind == "cnn":
-            model = build_cnn(m)
-        elif kind == "lstm":
-            from gpu_bench_science import build_char_lstm
-            model = build_char_lstm(m)
-        else:
-            model = build_gpt(m, block=sz.gpt_block, **GPT)
-        model = model.to(lib.device)
-        x, y = (lib.dev(h) for h in inputs)
-        opt = m.optim.Adam(model.parameters(), lr=1e-3)
-        if kind in ("gpt", "lstm"):
-            loss_of = lambda: model(x, y)  # noqa: E731
-        else:
-            ce = m.nn.functional.cross_entropy
-            loss_of = lambda: ce(model(x), y)  # noqa: E731
-
-        def step() -> Any:
-            opt.zero_grad()
-            loss = loss_of()
-            loss.backward()
-            opt.step()
-            return loss
-
+        model, step = training_step(lib, kind, sz, inputs)
         loss = step()
         first = float(loss.item())
         for _ in range(sz.warmup_steps - 1):

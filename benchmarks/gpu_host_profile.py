@@ -20,38 +20,14 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_bench as gb  # noqa: E402
-import gpu_bench_science as gs  # noqa: E402
 
 import gputensor as gt  # noqa: E402
 
 
-def training_step(kind: str) -> Callable[[], None]:
-    gt.manual_seed(0)
-    rng = np.random.default_rng(0)
-    if kind == "mlp":
-        model = gb.build_mlp(gt).cuda()
-        x = gt.tensor(rng.standard_normal((128, 784), dtype=np.float32), device="cuda")
-        y = gt.tensor(rng.integers(0, 10, 128), device="cuda")
-
-        def loss_of() -> gt.Tensor:
-            return gt.nn.functional.cross_entropy(model(x), y)
-    else:
-        if kind == "gpt":
-            model, batch, seq = gb.build_gpt(gt, block=64, **gb.GPT).cuda(), 32, 64
-        else:
-            model, batch, seq = gs.build_char_lstm(gt).cuda(), 16, 32
-        idx = rng.integers(0, 65, (batch, seq + 1))
-        x, y = gt.tensor(idx[:, :-1], device="cuda"), gt.tensor(idx[:, 1:], device="cuda")
-
-        def loss_of() -> gt.Tensor:
-            return model(x, y)
-    opt = gt.optim.Adam(model.parameters(), lr=1e-3)
-
-    def step() -> None:
-        opt.zero_grad()
-        loss_of().backward()
-        opt.step()
-    return step
+def training_step(kind: str) -> Callable[[], object]:
+    """gpu_bench.py's ``kind`` training step (its full sizes) on gputensor's CUDA device."""
+    _, inputs = gb.training_inputs(kind, gb.FULL)
+    return gb.training_step(gb.GtLib(), kind, gb.FULL, inputs)[1]
 
 
 def library_calls() -> Callable[[], None]:
@@ -80,8 +56,8 @@ def profile(kind: str, steps: int = 30) -> None:
     for _ in range(steps):
         step()
     gt.cuda.synchronize()
-    print(f"{kind}: {(time.perf_counter() - t0) / steps * 1e3:.2f} ms/step unprofiled "
-          f"(library: per round of 4 calls)")
+    unit = "ms per round of the 4 calls" if kind == "library" else "ms/step"
+    print(f"{kind}: {(time.perf_counter() - t0) / steps * 1e3:.2f} {unit} unprofiled")
     prof = cProfile.Profile()
     prof.enable()
     for _ in range(steps):

@@ -173,9 +173,10 @@ def gemm_into(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None = None, beta: 
     if _overlaps(out, a, b):  # the product must not overwrite its own operands
         target = empty(out._shape, dt, out.device)
     k = a._shape[-1] if alpha != 0 else 0
-    capturing = runtime().capturing
+    rt = runtime()
+    capturing = rt.capturing
     if dt in BLAS_DTYPES and not capturing:
-        _blas_gemm(target, a, b, c, beta, alpha, k)
+        _blas_gemm(rt, target, a, b, c, beta, alpha, k)
     elif dt in TILED_DTYPES:
         # also the real floating products of a CUDA graph capture: CuPy's cuBLAS wrappers
         # refuse a capturing stream (cublas.pyx, setStream), a kernel launch captures
@@ -233,10 +234,9 @@ class _GemmPlan(NamedTuple):
     spans: tuple[int, int, int]      # bytes a, b and the target span from their first element
 
 
-def _blas_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: Any,
-               k: int) -> None:
+def _blas_gemm(rt: Any, out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any,
+               alpha: Any, k: int) -> None:
     dt = out._dtype
-    rt = runtime()
     tf32 = dt is D.float32 and _matmul_flags.allow_tf32
     key = (rt, dt, tf32, k != 0, out._shape, out._stride, a._shape, a._stride, b._shape,
            b._stride)
