@@ -58,9 +58,12 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     return t
 
 
+_INT64_MAX = 2**63 - 1
+
+
 def _check_nbytes(shape: tuple[int, ...], dtype: D.dtype) -> None:
     """PyTorch's error for a size whose byte count overflows int64."""
-    if math.prod(shape) * dtype.itemsize > np.iinfo(np.int64).max:
+    if math.prod(shape) * dtype.itemsize > _INT64_MAX:
         raise RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
 
 
@@ -68,8 +71,9 @@ def empty(shape: tuple[int, ...], dtype: D.dtype, dev: Device) -> Tensor:
     """A new contiguous tensor with uninitialised elements."""
     if dev is CPU or dev.type == "cpu":
         return empty_cpu(shape, dtype)
-    _check_nbytes(shape, dtype)
     nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _INT64_MAX:
+        _check_nbytes(shape, dtype)
     buf = allocator_for(dev)(nbytes) if dev.index is not None else \
         driver_for(dev.type).alloc(nbytes, None)
     shape = tuple(shape)

@@ -92,8 +92,17 @@ def _accumulate_dtype(dtype: Any, out: Tensor | None) -> D.dtype | None:
     return None
 
 
+_PLAIN_FLOATS = frozenset((D.float32, D.float64, D.float16, D.bfloat16))
+
+
 def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
               out: Tensor | None) -> Tensor:
+    if dim is None and not keepdim and dtype is None and out is None and \
+            input._dtype in _PLAIN_FLOATS:
+        # loss.sum() and the like: one host path per step, so the general binding is skipped
+        result = empty((), REDUCTIONS[name].out(input._dtype), input.device)
+        kernel(input, name)(result, input, tuple(range(len(input._shape))))
+        return result
     if input._dtype in D.WIDE_UNSIGNED and dtype is None:  # sums in int64, as PyTorch
         input = input.to(D.int64)
     dt = _accumulate_dtype(dtype, out)

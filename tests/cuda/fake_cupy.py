@@ -16,7 +16,9 @@ real effects). What it models, each as CuPy 14 behaves (sources named where it m
 * ``PinnedMemoryPool.malloc`` returns page-locked memory that ``pinned_memory.
   is_memory_pinned`` recognises; a block goes back to the pool when its last user drops it;
 * ``cuda.function.Module.load(image)`` / ``get_function(name)(grid, block, args, shared_mem=,
-  stream=)`` (cupy/cuda/function.pyx: stream=None launches on the current stream);
+  stream=)`` (cupy/cuda/function.pyx: stream=None launches on the current stream), and
+  ``cuda.driver.launchKernel(f, grid xyz, block xyz, shared_mem, stream_ptr, 0, extra)`` with
+  ``extra`` naming one parameter buffer (logged as its bytes)
 * the current device (``runtime.getDevice``/``setDevice``, per process here): ``cudaMalloc``,
   streams and loaded modules belong to the device current when they were made, and launching a
   module's function, or on a stream, of another device than the current one fails as CUDA does
@@ -272,20 +274,44 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
             module = self
 
             def function(grid, block, args, shared_mem=0, stream=None):
-                on = _stream(stream).device_id
-                if module.device_id != state.device or on not in (-1, state.device):
-                    raise RuntimeError(f"cudaErrorInvalidResourceHandle: {name} of device "
-                                       f"{module.device_id} launched on a stream of device "
-                                       f"{on} with device {state.device} current")
-                if stream is not None:
-                    stream._issue()
-                else:
-                    get_current_stream()._issue()
+                _issue_launch(module, name, stream)
                 log.append(("kernel", name, grid, block, args, shared_mem, stream))
                 if name == "gt_probe":  # gputensor's availability probe: out[0] = v + 1
                     ctypes.c_int64.from_address(int(args[0])).value = int(args[1]) + 1
             function.name = name
+            function.module = module
+            function.ptr = len(functions) + 0x1000  # the CUfunction handle
+            functions[function.ptr] = function
             return function
+
+    functions: dict[int, Any] = {}  # CUfunction handle -> the function
+
+    def _issue_launch(module: Module, name: str, stream: Any) -> None:
+        on = _stream(stream).device_id
+        if module.device_id != state.device or on not in (-1, state.device):
+            raise RuntimeError(f"cudaErrorInvalidResourceHandle: {name} of device "
+                               f"{module.device_id} launched on a stream of device "
+                               f"{on} with device {state.device} current")
+        _stream(stream)._issue()
+
+    def launchKernel(f, gx, gy, gz, bx, by, bz, shared_mem, stream_ptr, kernel_params,  # noqa: N802
+                     extra):
+        # cupy_backends/cuda/api/driver.pyx: cuLaunchKernel. Only the ``extra`` form with one
+        # parameter buffer is modelled: the log holds a copy of the buffer's bytes.
+        fn = functions[f]
+        assert kernel_params == 0 and extra, "only CU_LAUNCH_PARAM_BUFFER_POINTER is modelled"
+        tags = (ctypes.c_uint64 * 5).from_address(extra)
+        assert (tags[0], tags[2], tags[4]) == (1, 2, 0), list(tags)
+        size = ctypes.c_uint64.from_address(tags[3]).value
+        raw = bytes(_bytes_at(tags[1], size))
+        stream = next((x for x in (*stack, Stream.null, *cp.streams) if x.ptr == stream_ptr),
+                      None)
+        assert stream is not None, f"launch on an unknown stream {stream_ptr:#x}"
+        _issue_launch(fn.module, fn.name, stream)
+        log.append(("kernel", fn.name, (gx, gy, gz), (bx, by, bz), raw, shared_mem, stream))
+        if fn.name == "gt_probe":  # gputensor's availability probe: out[0] = v + 1
+            out, v = np.frombuffer(raw, np.int64)
+            ctypes.c_int64.from_address(int(out)).value = int(v) + 1
 
     # ---- cuBLAS --------------------------------------------------------------------------------
     dtypes = {0: np.float32, 1: np.float64, 2: np.float16, 4: np.complex64, 5: np.complex128,
@@ -430,6 +456,7 @@ def make(devices: int = 1, driver_version: int = 13000, fail_mallocs: int = 0,
         memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
         pinned_memory=types.SimpleNamespace(is_memory_pinned=is_memory_pinned),
         function=types.SimpleNamespace(Module=Module), runtime=runtime,
+        driver=types.SimpleNamespace(launchKernel=launchKernel),
         device=types.SimpleNamespace(get_cublas_handle=lambda: 1),
         get_current_stream=get_current_stream, using_allocator=using_allocator, Device=Device,
         ExternalStream=ExternalStream,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import weakref
 
 import numpy as np
@@ -327,7 +328,12 @@ def test_compile_loads_the_project_nvrtc_binary(rt, cp, tmp_path, monkeypatch) -
 @needs_nvrtc
 def test_launch_converts_arguments_and_uses_the_current_stream(rt, cp, tmp_path,
                                                                monkeypatch) -> None:
+    """A kernel's first launch on a thread goes through CuPy's Function (NumPy scalars of the
+    declared types; it also makes sure the thread has a CUDA context); later ones pack the
+    arguments into one parameter buffer for cuLaunchKernel (cupy_driver.PackedArgs): the
+    buffer holds the same values in the CUDA ABI's layout."""
     monkeypatch.setenv("GPUTENSOR_CACHE_DIR", str(tmp_path))
+    from gputensor.kernels.cuda.cupy_driver import packed_values
     from gputensor.kernels.cuda.device import NVRTC_OPTIONS
 
     k = rt.get_kernel(rt.compile(_SRC, "m", options=NVRTC_OPTIONS), "k")
@@ -344,13 +350,39 @@ def test_launch_converts_arguments_and_uses_the_current_stream(rt, cp, tmp_path,
     assert args[1] == 0 and args[1].dtype == np.uint64
     assert args[2] == 1.5 and args[2].dtype == np.float32
     assert args[3] == 7 and args[3].dtype == np.int32
+    assert k.packed is not None and k.packed.owner == threading.get_ident()
+
+    rt.launch(k, 3, (32, 2), 64, [d + 4, None, 1.5, 7], stream=s)  # packed from now on
+    name, grid, block, raw, shared, stream = cp.log[-1][1:]
+    assert (name, grid, block, shared, stream) == ("k", (3, 1, 1), (32, 2, 1), 64, s)
+    assert len(raw) == 24  # float* x, const int* y, float s (then 4 bytes padding), int n
+    got = packed_values(k.params, raw)
+    assert [v.dtype for v in got] == [np.uint64, np.uint64, np.float32, np.int32]
+    assert got == (int(d) + 4, 0, 1.5, 7)
+    rt.launch(k, 1, 1, 0, [d, d, np.float64(2.5), np.int64(-3)])  # the checked converters
+    assert packed_values(k.params, cp.log[-1][4]) == (int(d), int(d), 2.5, -3)
     with pytest.raises(TypeError, match="takes 4 arguments"):
         rt.launch(k, 1, 1, 0, [d])
     with pytest.raises(OverflowError, match="'n'.*does not fit"):
         rt.launch(k, 1, 1, 0, [d, d, 1.0, 2**40])
+    with pytest.raises(OverflowError, match="'s'.*overflows float"):
+        rt.launch(k, 1, 1, 0, [d, d, 1e39, 1])
+    with pytest.raises(TypeError, match="'s'.*expected a real number"):
+        rt.launch(k, 1, 1, 0, [d, d, True, 1])
+    with pytest.raises(TypeError, match="'x'.*expected a DevicePtr"):
+        rt.launch(k, 1, 1, 0, [int(d), d, 1.0, 1])
     rt.launch(k, 1, 1, 0, [d, d, 0.5, 1])
-    assert cp.log[-1][-1] is None  # no stream given: CuPy's current stream
+    assert cp.log[-1][-1] is cp.cuda.Stream.null  # no stream given: CuPy's current stream
+    with s:
+        rt.launch(k, 1, 1, 0, [d, d, 0.5, 1])
+    assert cp.log[-1][-1] is s
     assert rt.elapsed_time(start, end) >= 0
+
+    # another thread launches through CuPy's Function (the buffer is the owner's)
+    worker = threading.Thread(target=rt.launch, args=(k, 1, 1, 0, [d, d, 0.25, 2]))
+    worker.start()
+    worker.join()
+    assert cp.log[-1][4][2] == np.float32(0.25) and cp.log[-1][4][2].dtype == np.float32
 
 
 def test_driver_version_picks_the_nvrtc_major(cp, monkeypatch) -> None:

@@ -19,14 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime import (
-    BFLOAT16,
-    POINTEE_DTYPES,
-    SCALAR_DTYPES,
-    AcceleratorError,
-    Param,
-    scalar_value,
-)
+from ..arg_packing import BITS16, CODES, HALF, code, fast_scalar_types
+from ..runtime import POINTEE_DTYPES, AcceleratorError, Param, scalar_value
 from . import build as _build
 from .build import Built
 
@@ -63,47 +57,19 @@ def _dims(value: int | Sequence[int], what: str, kernel: str, limits: tuple[int,
 # flags, argument count, shared bytes, stack bytes: cuda_shim.h's LaunchHeader) and one 8-byte
 # little-endian slot per argument, which the C side unpacks with memcpy. Each kernel's struct
 # format is built once from its parameter list, so a launch is a type check and one
-# ``Struct.pack`` call; anything the fast path does not take (an unusual type, a value out of
-# range) goes through ``scalar_value``, which either converts it or raises the precise error.
+# ``Struct.pack`` call (arg_packing.py: which argument types take that path); anything else
+# goes through ``scalar_value``, which either converts it or raises the precise error.
 _HEADER = "<6I2I2Q"
-_SLOT = {"int8": "b7x", "uint8": "B7x", "int16": "h6x", "uint16": "H6x", "int32": "i4x",
-         "uint32": "I4x", "int64": "q", "uint64": "Q", "float32": "f4x", "float64": "d",
-         "bool": "?7x"}
-_HALF_SLOT = "e6x"    # struct rounds a number to IEEE binary16 (OverflowError past its range)
-_BITS16_SLOT = "H6x"  # a 16-bit float's bit pattern (what scalar_value returns for them)
-
-_NP_INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64)
-_NP_FLOATS = (np.float16, np.float32, np.float64)
-# Argument types for which struct packs every value exactly as scalar_value converts it, or
-# raises (an out-of-range integer, a float overflowing float32 / float16), sending the launch
-# down the checked path for the error. bool is an int to scalar_value, but not a real number.
-_FAST_INT = frozenset((int, bool, *_NP_INTS))
-_FAST_REAL = frozenset((float, int, *_NP_FLOATS, *_NP_INTS))
-_FAST_BOOL = frozenset((bool, np.bool_))
 _FAST_POINTER = frozenset((int,))
-_NONE: frozenset = frozenset()
+_SLOT = {c: c + "x" * (8 - struct.calcsize(c)) for c in (*CODES.values(), HALF, BITS16)}
 
 
 def _fast_types(p: Param) -> frozenset:
-    if p.pointer:
-        return _FAST_POINTER
-    dtype = SCALAR_DTYPES.get(p.base)
-    if dtype is None or dtype == BFLOAT16:
-        return _NONE  # always checked by scalar_value (which converts or explains)
-    if dtype == np.bool_:
-        return _FAST_BOOL
-    return _FAST_INT if dtype.kind in "iu" else _FAST_REAL
+    return _FAST_POINTER if p.pointer else fast_scalar_types(p)
 
 
 def _slot(p: Param, exact: bool) -> str:
-    if p.pointer:
-        return "Q"
-    dtype = SCALAR_DTYPES.get(p.base)
-    if dtype is None:
-        return "Q"  # never packed: scalar_value refuses the type first
-    if dtype.itemsize == 2 and dtype.kind != "i" and dtype.kind != "u":  # __half, bfloat16
-        return _BITS16_SLOT if exact or dtype == BFLOAT16 else _HALF_SLOT
-    return _SLOT[dtype.name]
+    return "Q" if p.pointer else _SLOT[code(p, exact)]
 
 
 def _grid_dims(value: Any, kernel: str) -> tuple[int, ...]:
