@@ -77,23 +77,78 @@ def _diag(a: Any, xp: Any) -> Any:
 
 
 # -- LU family: solve, inv, det, slogdet -----------------------------------------------------
-def _getrf_info_cuda(lib: Any, a: Any) -> Any:
-    """LAPACK getrf's info of each (square) matrix on a GPU: the 1-based index of the first
-    exactly zero diagonal entry of U, 0 for none. CuPy's solve/inv keep their own info, and
-    the non-finite rows of their results need not say it (a singular 70x70 inverse came back
-    finite on an H200), so a batched cuBLAS getrf of a column-major copy gives U."""
+def _column_major(xp: Any, m: Any, rows: int, cols: int) -> Any:
+    """The matrices of ``m`` (a stack of rows x cols) as one fresh C-ordered (count, cols,
+    rows) array: each matrix column-major, as cuBLAS reads it. Never a view of ``m`` (a
+    transposed input would come back as itself), since the routines write in place."""
+    cm = xp.ascontiguousarray(xp.swapaxes(m.reshape(-1, rows, cols), -1, -2))
+    return cm.copy() if cm.data.ptr == m.data.ptr else cm
+
+
+def _addresses(xp: Any, stack: Any) -> Any:
+    """The device array of each matrix's address in a C-ordered stack (cuBLAS' Aarray)."""
+    step = stack.shape[-1] * stack.shape[-2] * stack.itemsize
+    return stack.data.ptr + xp.arange(stack.shape[0], dtype=xp.uint64) * step
+
+
+def _lu_solve_cuda(lib: Any, a: Any, b: Any | None) -> tuple[Any, Any]:
+    """On a GPU: A X = B for every (square) matrix of ``a`` from ONE LU factorization of each
+    (cuBLAS' batched getrf then getrs, cupy/cublas.py ``batched_gesv``'s calls, up to order
+    ``_BATCHED_LU_MAX``; cuSOLVER's per matrix above it). B is the identity when ``b`` is
+    None, which gives the inverse as LAPACK's getrs would (inf/nan for a singular matrix).
+    Also LAPACK getrf's info of each matrix: the 1-based index of the first exactly zero diagonal
+    entry of U (read off U: CuPy's solve/inv keep their own info, and a singular 70x70 inverse
+    came back finite from them on an H200). Returns (X as (count, k, n), column-major
+    matrices; info as (count,))."""
     import cupy_backends.cuda.libs.cublas as cublas
     xp = lib.xp
     n = a.shape[-1]
-    lu = xp.ascontiguousarray(xp.swapaxes(a.reshape(-1, n, n), -1, -2))  # A, column-major
+    lu = _column_major(xp, a, n, n)
     count = lu.shape[0]
-    ptrs = lu.data.ptr + xp.arange(count, dtype=xp.uint64) * (n * n * lu.itemsize)
+    if b is None:
+        rhs = xp.broadcast_to(xp.eye(n, dtype=lu.dtype), (count, n, n)).copy()
+    else:
+        rhs = _column_major(xp, xp.broadcast_to(b, a.shape[:-2] + b.shape[-2:]), n,
+                            b.shape[-1])
     piv = xp.empty((count, n), xp.int32)
-    codes = xp.empty(count, xp.int32)
     prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[a.dtype.name]
-    getattr(cublas, f"{prefix}getrfBatched")(lib.device.get_cublas_handle(), n, ptrs.data.ptr,
-                                             n, piv.data.ptr, codes.data.ptr, count)
-    return _first_failure(_diag(lu, xp) == 0, xp).reshape(a.shape[:-2])
+    if n > _BATCHED_LU_MAX:
+        _lu_solve_each(lib, prefix, lu, piv, rhs)
+        return rhs, _first_failure(_diag(lu, xp) == 0, xp)
+    a_ptrs, b_ptrs = _addresses(xp, lu), _addresses(xp, rhs)
+    codes = xp.empty(count, xp.int32)
+    handle = lib.device.get_cublas_handle()
+    getattr(cublas, f"{prefix}getrfBatched")(handle, n, a_ptrs.data.ptr, n, piv.data.ptr,
+                                             codes.data.ptr, count)
+    status = np.zeros(1, np.int32)  # getrs reports only bad parameters, on the host
+    getattr(cublas, f"{prefix}getrsBatched")(handle, cublas.CUBLAS_OP_N, n, rhs.shape[1],
+                                             a_ptrs.data.ptr, n, piv.data.ptr, b_ptrs.data.ptr,
+                                             n, status.ctypes.data, count)
+    if status[0]:
+        raise RuntimeError(f"cuBLAS {prefix}getrsBatched: parameter {-int(status[0])} had an "
+                           f"illegal value")
+    return rhs, _first_failure(_diag(lu, xp) == 0, xp)
+
+
+# cuBLAS' batched LU is built for small matrices; above this order each matrix goes through
+# cuSOLVER's getrf/getrs (what cupyx.lapack.gesv calls), as CuPy's own solve does.
+_BATCHED_LU_MAX = 64
+
+
+def _lu_solve_each(lib: Any, prefix: str, lu: Any, piv: Any, rhs: Any) -> None:
+    """cuSOLVER getrf then getrs on each column-major matrix of ``lu`` and right-hand side
+    of ``rhs``, in place (one workspace for all)."""
+    xp, cusolver = lib.xp, lib.cusolver
+    count, n, k = lu.shape[0], lu.shape[-1], rhs.shape[1]
+    handle = lib.device.get_cusolver_handle()
+    getrf, getrs = getattr(cusolver, f"{prefix}getrf"), getattr(cusolver, f"{prefix}getrs")
+    lwork = getattr(cusolver, f"{prefix}getrf_bufferSize")(handle, n, n, lu.data.ptr, n)
+    work, dinfo = xp.empty(max(1, lwork), lu.dtype), xp.empty(1, xp.int32)
+    a_step, b_step, p_step = n * n * lu.itemsize, n * k * rhs.itemsize, n * piv.itemsize
+    for i in range(count):  # the codes come from U's diagonal afterwards
+        a_i, p_i = lu.data.ptr + i * a_step, piv.data.ptr + i * p_step
+        getrf(handle, n, n, a_i, n, work.data.ptr, p_i, dinfo.data.ptr)
+        getrs(handle, 0, n, k, a_i, n, p_i, rhs.data.ptr + i * b_step, n, dinfo.data.ptr)
 
 
 @_kernel("_linalg_solve_ex")
@@ -123,8 +178,9 @@ def solve(lib: Any, outs: list, ins: list) -> None:
                 x[i] = getrs(lu, piv, b[i], trans=1)[0]
             info[i] = code
         return
-    x[...] = lib.linalg.solve(a, b)
-    info[...] = _getrf_info_cuda(lib, a)
+    xs, codes = _lu_solve_cuda(lib, a, b)
+    x[...] = lib.xp.swapaxes(xs, -1, -2).reshape(x.shape)
+    info[...] = codes.reshape(info.shape)
 
 
 @_kernel("_linalg_inv_ex")
@@ -148,8 +204,9 @@ def inv(lib: Any, outs: list, ins: list) -> None:
             with np.errstate(all="ignore"):
                 ainv[i] = getri(lu, piv)[0] if code == 0 else _singular_inverse(lu, piv)
         return
-    ainv[...] = lib.linalg.inv(a)
-    info[...] = _getrf_info_cuda(lib, a)
+    inverse, codes = _lu_solve_cuda(lib, a, None)
+    ainv[...] = lib.xp.swapaxes(inverse, -1, -2).reshape(ainv.shape)
+    info[...] = codes.reshape(info.shape)
 
 
 def _singular_inverse(lu: np.ndarray, piv: np.ndarray) -> np.ndarray:
