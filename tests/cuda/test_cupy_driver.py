@@ -385,6 +385,35 @@ def test_launch_converts_arguments_and_uses_the_current_stream(rt, cp, tmp_path,
     assert cp.log[-1][4][2] == np.float32(0.25) and cp.log[-1][4][2].dtype == np.float32
 
 
+@needs_nvrtc
+def test_packed_buffer_holds_what_the_function_path_passes(rt, cp, tmp_path,
+                                                           monkeypatch) -> None:
+    """Every scalar type, in an order that needs padding (tests/gpu/test_packed_launch.py
+    runs the same kernel on a GPU): the parameter buffer decodes to the NumPy scalars CuPy's
+    Function receives for the same arguments, fast path and checked path alike."""
+    monkeypatch.setenv("GPUTENSOR_CACHE_DIR", str(tmp_path))
+    from gputensor.kernels.cuda.cupy_driver import packed_values
+    from gputensor.kernels.cuda.device import NVRTC_OPTIONS
+    from tests.gpu.test_packed_launch import _SRC, _values
+
+    k = rt.get_kernel(rt.compile(_SRC, "every", options=NVRTC_OPTIONS), "every")
+    d = rt.alloc(256)
+    numpy_args = [np.float32(0.1) if v == 0.1 else v for v in _values(d + 8)]
+    for args in (_values(d + 8), _values(None), numpy_args):
+        args[0] = d
+        rt.launch(k, 1, 1, 0, args)
+        assert k.packed.owner is not None
+        function_args = cp.log[-1][4]
+        if not isinstance(function_args, tuple):  # packed: compare with a Function launch
+            decoded = packed_values(k.params, function_args)
+            k.packed.owner = -1  # no thread owns the buffer now: Function it is
+            rt.launch(k, 1, 1, 0, args)
+            k.packed.owner = threading.get_ident()
+            function_args = cp.log[-1][4]
+            assert [v.dtype for v in decoded] == [v.dtype for v in function_args]
+            assert [v.tobytes() for v in decoded] == [v.tobytes() for v in function_args]
+
+
 def test_driver_version_picks_the_nvrtc_major(cp, monkeypatch) -> None:
     from gputensor.kernels.cuda.cupy_driver import CupyRuntime
 
