@@ -1,4 +1,5 @@
-// Fused optimizer steps: one launch per parameter tensor updates it and its state together.
+// Fused optimizer steps: one launch per parameter tensor updates it and its state together;
+// Adam/AdamW also updates a whole list in ONE launch (adam_multi).
 //
 // Each element follows kernels/cpu/optim.py (itself PyTorch's single-tensor rule) operation
 // for operation, in the parameter's dtype T (float32 or float64) with the hyper-parameters
@@ -45,6 +46,22 @@ __device__ void adam(T* __restrict__ p, const T* __restrict__ g, T* __restrict__
         m[i] = mi;
         v[i] = vi;
     }
+}
+
+// Adam/AdamW over a list of tensors in one launch: blockIdx.y picks the tensor's record in
+// `table` (six long longs each: the addresses of p, g, m, v, mx (0 without amsgrad), as the
+// kernel dereferences them, and the element count); blockIdx.x strides over its elements as in
+// `adam` (the grid is sized for the largest tensor; blocks past a small one's end do nothing).
+template <class T>
+__device__ void adam_multi(const long long* __restrict__ table, T c0, T c1, T c2, T c3, T c4,
+                           T c5, T c6, T c7, T c8, int neg, int amsgrad) {
+    const long long* rec = table + 6 * (long long)blockIdx.y;
+    adam<T>(reinterpret_cast<T*>(static_cast<unsigned long long>(rec[0])),
+            reinterpret_cast<const T*>(static_cast<unsigned long long>(rec[1])),
+            reinterpret_cast<T*>(static_cast<unsigned long long>(rec[2])),
+            reinterpret_cast<T*>(static_cast<unsigned long long>(rec[3])),
+            reinterpret_cast<T*>(static_cast<unsigned long long>(rec[4])), c0, c1, c2, c3, c4,
+            c5, c6, c7, c8, neg, amsgrad, rec[5]);
 }
 
 // SGD. c0 weight decay, c1 momentum, c2 = 1 - dampening, c3 = -lr. b (the momentum buffer)

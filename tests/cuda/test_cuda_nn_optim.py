@@ -302,6 +302,32 @@ def test_fused_adam_bit_exact(dtype, kw):
     _same(*_run("_fused_adam", dtype, 3, 3, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, **kw))
 
 
+def test_fused_adam_one_launch_per_dtype_and_step(monkeypatch):
+    """Adam updates the tensors that share a dtype and a step count in one launch (a table of
+    addresses); a step count of its own, or a lone tensor, launches the per-tensor kernel, and
+    empty tensors none. The results stay bit-exact with the CPU kernel."""
+    from gputensor.kernels.cuda import device
+
+    kw = dict(lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.1, amsgrad=True,
+              maximize=False, decoupled_weight_decay=True)
+    sizes = (300, 1, 0, 70, 5)
+    steps = [3.0, 3.0, 3.0, 2.0, 3.0]
+    out = {}
+    names: list[str] = []
+    monkeypatch.setattr(device, "launch_observer",
+                        lambda src, name, grid, block, shared, run: (names.append(name), run()))
+    for dev in ("cpu", "cuda"):
+        ps = [gt.tensor(a, device=dev) for a in _params(gt.float32, 0, sizes)]
+        gs = [gt.tensor(a, device=dev) for a in _params(gt.float32, 1, sizes)]
+        st = [[gt.tensor(np.abs(a), device=dev) for a in _params(gt.float32, 2 + k, sizes)]
+              for k in range(3)]
+        names.clear()
+        (CPU if dev == "cpu" else CUDA).kernel("_fused_adam")(ps, gs, *st, steps, **kw)
+        out[dev] = ps + [t for s_ in st for t in s_]
+    assert sorted(names) == ["optim_adam_f32", "optim_adam_multi_f32"]
+    _same(out["cpu"], out["cuda"])
+
+
 @pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
 @pytest.mark.parametrize("kw", [
     dict(momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, maximize=False),

@@ -2,12 +2,14 @@
 kernels' names and signatures (kernels/cpu/optim.py): ``_fused_adam``, ``_fused_sgd``,
 ``_fused_adagrad``.
 
-One launch per parameter tensor: the emulator's (and a plain kernel's) arguments are scalars
-and flat pointers only, so a multi-tensor launch would need a device table of pointers per
-step. The hyper-parameters are computed exactly as the CPU kernels compute them (Python float
-arithmetic, then rounded to the parameter's dtype) and passed as scalars of that dtype, so the
-two backends give the same bits. The caller (gputensor/optim) guarantees contiguous float32 or
-float64 tensors of one dtype on one device.
+One launch per parameter tensor, except Adam/AdamW: the parameters of one dtype that share
+a step count (all of them, in training) update in ONE launch, the tensors described by a table
+of addresses in device memory (each tensor's launch costs the host ~20 us on an H200, and a
+small model's optimizer step is dozens of them). The hyper-parameters are computed exactly as
+the CPU kernels compute them (Python float arithmetic, then rounded to the parameter's dtype)
+and passed as scalars of that dtype, so the two backends give the same bits.
+The caller (gputensor/optim) guarantees contiguous float32 or float64 tensors of one dtype on
+one device.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CUDA
 
-from ..device import CudaSource, grid_for, launch
+from ..device import CudaSource, DeviceArray, constant_array, grid_for, launch, ptr, runtime
 
 SRC = CudaSource("optim.cu")
 _V = [{"s": "f32", "T": "float"}, {"s": "f64", "T": "double"}]
@@ -40,7 +42,14 @@ SRC.instantiate(
     "{T}* p, const {T}* g, {T}* sum, {T} c0, {T} c1, {T} c2, int neg, long long n",
     "gtoptim::adagrad<{T}>(p, g, sum, c0, c1, c2, neg, n)", _V)
 
+SRC.instantiate(
+    "optim_adam_multi_{s}",
+    "const long long* table, {T} c0, {T} c1, {T} c2, {T} c3, {T} c4, {T} c5, {T} c6, {T} c7, "
+    "{T} c8, int neg, int amsgrad",
+    "gtoptim::adam_multi<{T}>(table, c0, c1, c2, c3, c4, c5, c6, c7, c8, neg, amsgrad)", _V)
+
 _KIND = {D.float32: "f32", D.float64: "f64"}
+MAX_TENSORS = 65535  # gridDim.y: tensors per multi-tensor launch
 
 
 def _kind(p: Tensor, op: str) -> str:
@@ -65,26 +74,54 @@ def fused_adam(params: Sequence[Tensor], grads: Sequence[Tensor], exp_avgs: Sequ
     decay = 1 - lr * weight_decay if (weight_decay != 0 and decoupled_weight_decay) else 1.0
     coupled = weight_decay if (weight_decay != 0 and not decoupled_weight_decay) else 0.0
     consts: dict = {}
+    groups: dict[tuple[str, float], list[int]] = {}  # (dtype, step) -> the tensors' indices
     for i, p in enumerate(params):
         kind = _kind(p, "_fused_adam")
         step = steps[i]
-        c = consts.get((kind, step))
-        if c is None:  # Python-float arithmetic first, exactly as the CPU kernel does it
+        if (kind, step) not in consts:  # Python-float arithmetic first, as the CPU kernel
             step_size = lr / (1 - beta1 ** step)
             bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
             c = np.array([coupled, decay, 1 - beta1, 0, beta2, 1 - beta2,
                           bias_correction2_sqrt, eps, -step_size], p._dtype.np_dtype)
             c[3] = 1 - c[2]  # lerp's 1 - weight, computed in the dtype
             consts[kind, step] = c
-        n = p.numel()
-        if n:
+        if p.numel():
+            groups.setdefault((kind, step), []).append(i)
+    flags = [np.int32(maximize), np.int32(amsgrad)]
+    for (kind, step), members in groups.items():
+        c = consts[kind, step]
+        if len(members) == 1:
+            i = members[0]
             mx = max_exp_avg_sqs[i] if amsgrad else None
-            launch(SRC, f"optim_adam_{kind}", grid_for(n), 256,
-                   [p, grads[i], exp_avgs[i], exp_avg_sqs[i], mx, *c, np.int32(maximize),
-                    np.int32(amsgrad), np.int64(n)])
+            launch(SRC, f"optim_adam_{kind}", grid_for(params[i].numel()), 256,
+                   [params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], mx, *c, *flags,
+                    np.int64(params[i].numel())])
+            continue
+        for start in range(0, len(members), MAX_TENSORS):
+            chunk = members[start:start + MAX_TENSORS]
+            launch(SRC, f"optim_adam_multi_{kind}",
+                   (grid_for(max(params[i].numel() for i in chunk)), len(chunk)), 256,
+                   [_adam_table(chunk, params, grads, exp_avgs, exp_avg_sqs,
+                                max_exp_avg_sqs if amsgrad else None), *c, *flags])
+    for i, p in enumerate(params):
         _bump(p, exp_avgs[i], exp_avg_sqs[i])
         if amsgrad:
             _bump(max_exp_avg_sqs[i])
+
+
+def _adam_table(members: list[int], params: Sequence[Tensor], grads: Sequence[Tensor],
+                exp_avgs: Sequence[Tensor], exp_avg_sqs: Sequence[Tensor],
+                max_exp_avg_sqs: Sequence[Tensor] | None) -> DeviceArray:
+    """adam_multi's table: per tensor the addresses of p, g, m, v, mx (0: none) as the
+    kernel dereferences them, then its element count."""
+    rt = runtime()
+    values: list[int] = []
+    for i in members:
+        mx = max_exp_avg_sqs[i] if max_exp_avg_sqs is not None else None
+        addresses = rt.kernel_addresses([ptr(t) if t is not None else 0 for t in
+                                         (params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], mx)])
+        values += [*addresses, params[i].numel()]
+    return constant_array(values)
 
 
 @CUDA.register("_fused_sgd")
