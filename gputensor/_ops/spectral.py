@@ -19,7 +19,10 @@ allocate; gt.fft (gputensor/fft) handles n/s, norm names, promotion and out=.
 Windows are creation ops built from elementwise ops in the requested dtype (PyTorch's
 formulas); kaiser's Bessel I0 comes from SciPy on the host (a length-N creation, like
 ``gt.tensor``). stft/istft are composites (framing views, a window product, the primitives,
-an index_add overlap-add), so autograd follows them with no formula of their own.
+an index_add overlap-add), so autograd follows them with no formula of their own. Calls that
+record nothing (no gradient, forward AD or vmap involved) of the common forms take one fused
+op instead (``_stft_r2c``, ``_istft_c2r``: no padded copy, no intermediate ops), with the same
+values.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ import numpy as np
 import gputensor as gt
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.autograd.forward_ad import _state as _fw_state
+from gputensor.autograd.grad_mode import is_grad_enabled
+from gputensor.func._state import VMAP
 
 from ._core import empty, kernel, op, resolve_device
 
@@ -307,6 +313,68 @@ def _center_pad(x: Tensor, pad: int, pad_mode: str) -> Tensor:
     return extended.reshape(extended.shape[-signal_dim:])
 
 
+def _records(*tensors: Tensor | None) -> bool:
+    """Whether a composite of these tensors must run op by op: autograd records it, forward AD
+    or vmap follows it."""
+    return bool(VMAP.depth or _fw_state.active) or (is_grad_enabled() and any(
+        t is not None and t._requires_grad for t in tensors))
+
+
+def _fused_window(window: Tensor | None, like: Tensor, dtype: D.dtype) -> bool:
+    return window is None or (window._dtype == dtype
+                              and window._storage.device == like._storage.device)
+
+
+@op(method=False, differentiable=False)
+def _stft_r2c(input: Tensor, window: Tensor, hop_length: int, pad: int,
+              normalized: bool) -> Tensor:
+    """The one-sided stft of real 1-D or (batch, length) signals in one kernel: frames of the
+    signal reflect-padded by ``pad`` (< length) on both sides, times the n_fft-point window,
+    r2c transformed; (*batch, freq, frames) with PyTorch's strides (frames outermost)."""
+    batch = input._shape[0] if len(input._shape) == 2 else 1
+    n_fft = window._shape[0]
+    n_frames = 1 + (input._shape[-1] + 2 * pad - n_fft) // hop_length
+    freq = n_fft // 2 + 1
+    out = empty((batch, n_frames, freq), input._dtype.to_complex(), input.device)
+    kernel(out, "_stft_r2c")(out, input, window, hop_length, pad,
+                             NORM_ROOT_N if normalized else NORM_NONE)
+    if len(input._shape) == 1:
+        return out._view((freq, n_frames), (1, freq), 0)
+    return out._view((batch, freq, n_frames), (n_frames * freq, 1, freq), 0)
+
+
+@op(method=False, differentiable=False)
+def _istft_c2r(input: Tensor, window: Tensor, hop_length: int, start: int, length: int,
+               normalized: bool) -> Tensor | None:
+    """istft of one-sided (*batch, n_fft // 2 + 1, frames) spectra in one kernel: c2r of the
+    frames, windowed, overlap-added and divided by the summed squared window, samples
+    [start, start + length) of the full signal; None where that envelope vanishes."""
+    out = empty((input._shape[0] if input.dim() == 3 else 1, length), input.dtype.to_real(),
+                input.device)
+    if not kernel(out, "_istft_c2r")(out, input, window, hop_length, start,
+                                     NORM_ROOT_N if normalized else NORM_N):
+        return None
+    return out if input.dim() == 3 else out._view((length,), (1,), 0)
+
+
+def _fused_stft(input: Tensor, n_fft: int, hop: int, win: int, window: Tensor | None,
+                center: bool, pad_mode: str, normalized: bool, onesided: bool | None,
+                align_to_window: bool | None) -> Tensor | None:
+    """stft by ``_stft_r2c`` where it serves the call (a valid one-sided stft of real signals,
+    reflect or no padding, nothing recorded); else None."""
+    if input._dtype not in (D.float32, D.float64) or len(input._shape) not in (1, 2) \
+            or onesided is False or not _fused_window(window, input, input._dtype) \
+            or _records(input, window):
+        return None
+    length = input._shape[-1]
+    pad = n_fft // 2 if center else 0
+    if (pad and (pad_mode != "reflect" or pad >= length)) or not 0 < n_fft <= length + 2 * pad \
+            or hop <= 0 or not 0 < win <= n_fft or (align_to_window and win < n_fft) \
+            or (window is not None and window._shape != (win,)):
+        return None
+    return _stft_r2c(input, _padded_window(window, win, n_fft, input), hop, pad, normalized)
+
+
 @op(method=True)
 def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
          win_length: int | None = None, window: Tensor | None = None, center: bool = True,
@@ -324,10 +392,14 @@ def stft(input: Tensor, n_fft: int, hop_length: int | None = None,
                                "inputs, and will further require that return_complex=True in "
                                "a future PyTorch release.")
         return_complex = True
-    if center:
-        input = _center_pad(input, n_fft // 2, pad_mode)
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
+    fused = _fused_stft(input, n_fft, hop, win, window, center, pad_mode, normalized, onesided,
+                        align_to_window)
+    if fused is not None:
+        return fused if return_complex else gt.view_as_real(fused)
+    if center:
+        input = _center_pad(input, n_fft // 2, pad_mode)
 
     def fail(what: str) -> RuntimeError:
         return RuntimeError(_stft_repr(input, n_fft, hop, win, window, normalized, onesided,
@@ -440,6 +512,17 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
     if window is not None and (window.dim() != 1 or window.shape[0] != win):
         raise fail(" : Invalid window shape. window has to be 1D and length of `win_length`")
     w = _padded_window(window, win, n_fft, input)
+    start = n_fft // 2 if center else 0
+    if length is not None:
+        end = start + length
+    else:
+        end = total - n_fft // 2 if center else total
+    if not return_complex and start < end <= total and \
+            _fused_window(window, input, input.dtype.to_real()) and not _records(input, window):
+        bins = input if sided else input.narrow(-2, 0, n_fft // 2 + 1)
+        y = _istft_c2r(bins, w, hop, start, end - start, normalized)
+        if y is not None:
+            return y
     x = input.unsqueeze(0) if input.dim() == 2 else input
     x = x.transpose(1, 2)  # (batch, n_frames, fft_size)
     norm = NORM_ROOT_N if normalized else NORM_N
@@ -455,11 +538,6 @@ def istft(input: Tensor, n_fft: int, hop_length: int | None = None,
         frames = _fft_c2r(x, (2,), norm, n_fft)
     y = _overlap_add(frames * w, hop, total)
     envelope = _overlap_add((w * w).expand(1, n_frames, n_fft), hop, total)
-    start = n_fft // 2 if center else 0
-    if length is not None:
-        end = start + length
-    else:
-        end = total - n_fft // 2 if center else total
     y = y[:, start:min(end, total)]
     envelope = envelope[:, start:min(end, total)]
     if bool((envelope.abs().min() < 1e-11).item()):

@@ -486,3 +486,59 @@ def test_stft_istft_gradcheck(device: str) -> None:
 
     assert gradcheck(analyse, (x,))
     assert gradcheck(round_trip, (x,))
+
+
+FUSED_CASES = [  # (shape, stft keywords): calls that record nothing take _stft_r2c/_istft_c2r
+    ((400,), {"n_fft": 64, "hop_length": 16}),
+    ((2, 301), {"n_fft": 32, "hop_length": 7, "normalized": True}),
+    ((300,), {"n_fft": 30, "win_length": 20, "hop_length": 10}),
+    ((2, 200), {"n_fft": 32, "hop_length": 8, "center": False}),
+    ((500,), {"n_fft": 8, "hop_length": 2}),
+    ((3, 2000), {"n_fft": 256, "hop_length": 64}),
+]
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("case", FUSED_CASES, ids=[str(i) for i in range(len(FUSED_CASES))])
+def test_stft_istft_fused(device: str, case: tuple, dtype: gt.dtype) -> None:
+    """The fused path against PyTorch (values, dtype, strides: frames outermost) and against
+    the op-by-op composite a recorded call takes; istft of its result (length given, the
+    two-sided spectrum's first half); a strided signal."""
+    shape, kw = case
+    g, t = _pair(shape, dtype, device)
+    win = kw.get("win_length", kw["n_fft"])
+    g_kw = dict(kw, window=gt.hamming_window(win, dtype=dtype, device=device),
+                return_complex=True)
+    t_kw = dict(kw, window=torch.hamming_window(win, dtype=t.dtype), return_complex=True)
+    tol = TOL[dtype]
+    expected = torch.stft(t, **t_kw)
+    got = gt.stft(g, **g_kw)
+    assert got.dtype == dtype.to_complex() and got.stride() == expected.stride()
+    assert_close(got, expected, atol=tol, rtol=tol)
+    recorded = gt.stft(g.detach().requires_grad_(True), **g_kw)
+    assert recorded.grad_fn is not None and got.grad_fn is None
+    assert_close(got, recorded.detach(), atol=tol, rtol=tol)
+    i_kw = {k: v for k, v in g_kw.items() if k != "return_complex"}
+    ti_kw = {k: v for k, v in t_kw.items() if k != "return_complex"}
+    length = shape[-1] - 3
+    assert_close(gt.istft(got, length=length, **i_kw),
+                 torch.istft(expected, length=length, **ti_kw), atol=tol, rtol=tol)
+    two_sided = gt.stft(g, onesided=False, **g_kw)
+    assert_close(gt.istft(two_sided, onesided=False, **i_kw),
+                 torch.istft(torch.stft(t, onesided=False, **t_kw), onesided=False, **ti_kw),
+                 atol=tol, rtol=tol)
+    strided_g, strided_t = _pair((*shape[:-1], 2 * shape[-1]), dtype, device, seed=1)
+    assert_close(gt.stft(strided_g[..., ::2], **g_kw), torch.stft(strided_t[..., ::2], **t_kw),
+                 atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_rfft_long_signal(device: str, dtype: gt.dtype, norm: str) -> None:
+    """One long power-of-two signal (the CPU's four-step path, >= 2^17 points) and a strided
+    one (pocketfft's single call) against PyTorch."""
+    g, t = _pair((1 << 18,), dtype, device)
+    tol = TOL[dtype] * 10
+    assert_close(gt.fft.rfft(g, norm=norm), torch.fft.rfft(t, norm=norm), atol=tol, rtol=tol)
+    assert_close(gt.fft.rfft(g[::2], norm=norm), torch.fft.rfft(t[::2], norm=norm), atol=tol,
+                 rtol=tol)
