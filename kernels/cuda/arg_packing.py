@@ -55,13 +55,14 @@ def code(p: Param, exact: bool) -> str:
 def cuda_format(params: tuple[Param, ...], exact: bool) -> str:
     """The struct format of the CUDA ABI's parameter buffer: each parameter at a multiple of
     its size (its alignment: every kernel parameter type here is a power-of-two size up to 8
-    bytes), the whole padded to the largest alignment."""
-    fmt, offset, align = "<", 0, 1
+    bytes), and NO tail padding: cuLaunchKernel takes the buffer's size as the end of the last
+    parameter and refuses a larger one ("too many resources requested for launch" on an H200
+    for a kernel ending in an int; LLVM's offload runtime met the same, llvm-project#156229)."""
+    fmt, offset = "<", 0
     for p in params:
         c = code(p, exact)
         size = 8 if c in "qQd" else 4 if c in "iIf" else 2 if c in "hHe" else 1
         pad = -offset % size
         fmt += "x" * pad + c
         offset += pad + size
-        align = max(align, size)
-    return fmt + "x" * (-offset % align)
+    return fmt

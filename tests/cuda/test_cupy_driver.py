@@ -385,6 +385,22 @@ def test_launch_converts_arguments_and_uses_the_current_stream(rt, cp, tmp_path,
     assert cp.log[-1][4][2] == np.float32(0.25) and cp.log[-1][4][2].dtype == np.float32
 
 
+def test_parameter_buffer_has_no_tail_padding() -> None:
+    """cuLaunchKernel's CU_LAUNCH_PARAM_BUFFER_SIZE is the end of the last parameter: a buffer
+    padded to the largest alignment (a C struct's size) fails with "too many resources
+    requested for launch" (seen on an H200 for every kernel ending in an int)."""
+    import struct
+
+    from gputensor.kernels.cuda.arg_packing import cuda_format
+    from gputensor.kernels.cuda.runtime import parse_kernels
+
+    params = parse_kernels('extern "C" __global__ void k(int* a, short b, double c, int d, '
+                           'bool e) {}')["k"]
+    fmt = cuda_format(params, exact=True)
+    assert struct.calcsize(fmt) == 8 + 2 + 6 + 8 + 4 + 1  # pointer, short, pad, double, int, bool
+    assert [struct.calcsize(cuda_format(params[:i], exact=True)) for i in (1, 2)] == [8, 10]
+
+
 @needs_nvrtc
 def test_packed_buffer_holds_what_the_function_path_passes(rt, cp, tmp_path,
                                                            monkeypatch) -> None:

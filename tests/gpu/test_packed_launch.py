@@ -23,6 +23,7 @@ extern "C" __global__ void every(double* o, signed char i8, const float* x, floa
     o[6] = i16; o[7] = u8; o[8] = i8; o[9] = flag; o[10] = __half2float(h);
     o[11] = x == nullptr ? -1.0 : 1.0;
 }
+extern "C" __global__ void tail(double* o, double d, int v) { o[0] = d; o[1] = v; }
 """
 
 
@@ -59,6 +60,17 @@ def test_both_launch_paths_pass_every_scalar_type_as_the_kernel_reads_it() -> No
     for row, flag in ((0, 1.0), (1, -1.0), (2, 1.0), (3, -1.0)):
         np.testing.assert_array_equal(got[row, :11], np.array(_WANT, np.float64), f"row {row}")
         assert got[row, 11] == flag, row
+
+
+def test_a_kernel_ending_in_a_narrow_parameter_launches_packed() -> None:
+    """The buffer's size is the end of its last parameter (no tail padding: the driver refuses
+    a padded one with "too many resources requested for launch")."""
+    rt = device.runtime()
+    kern = rt.get_kernel(rt.compile(_SRC, "gpu_packed_tail", options=NVRTC_OPTIONS), "tail")
+    out = gt.zeros(3, 2, dtype=gt.float64, device="cuda")
+    for row in range(3):  # Function, then packed twice
+        rt.launch(kern, 1, 1, 0, [device.ptr(out[row]), 0.5 * row, row - 7])
+    assert out.cpu().tolist() == [[0.0, -7.0], [0.5, -6.0], [1.0, -5.0]]
 
 
 def test_elementwise_ops_run_packed_after_their_first_launch() -> None:
