@@ -369,6 +369,55 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 
+def _cpow(base: complex, x: np.ndarray) -> np.ndarray:
+    """PyTorch's (glibc's cpow) base ** x = exp(x log base) in x's precision (where the
+    product overflows), with C99's special values of the product and exp: 0 ** 0 is NaN,
+    0 ** 2 is 0, inf ** 1 is inf + NaN i."""
+    from gputensor.kernels.cpu.scalar_fns import _mul_c99
+    with np.errstate(all="ignore"):
+        lb = np.log(x.dtype.type(base))
+        re = x.real * lb.real - x.imag * lb.imag
+        im = x.real * lb.imag + x.imag * lb.real
+        for i in np.flatnonzero(np.isnan(re) & np.isnan(im)):  # Annex G's inf recovery
+            re[i], im[i] = _mul_c99(float(x.real[i]), float(x.imag[i]), float(lb.real),
+                                    float(lb.imag))
+        p = np.empty(x.shape, x.dtype)
+        p.real, p.imag = re, im
+        return np.exp(p)
+
+
+def _complex_logspace(start: Any, end: Any, steps: int, base: float, dt: D.dtype) -> np.ndarray:
+    """PyTorch's complex logspace: one element is libstdc++'s pow(double, complex) (polar form
+    for a positive base); more step the exponents from both ends in the result dtype with
+    c10::complex arithmetic, whose step (end - start) / (steps - 1) has a NaN part once either
+    end is infinite (or their difference overflows), so every element is NaN then."""
+    if steps == 0:
+        return np.empty(0, dt.np_dtype)
+    if steps == 1:
+        s = complex(start.item() if isinstance(start, Tensor) else start)
+        if not base > 0:
+            v = complex(_cpow(base, np.array([s], np.complex128))[0])
+        else:
+            with np.errstate(all="ignore"):
+                rho, theta = np.power(np.float64(base), s.real), s.imag * math.log(base)
+                v = complex(rho * np.cos(theta), rho * np.sin(theta))
+        return np.full(steps, checked_fill_value(v, dt), dt.np_dtype)    # checked like fill_
+    first, last = _range_end(start, dt), _range_end(end, dt)
+    f = first.real.dtype.type
+    i = np.arange(steps)
+    front = i < steps // 2
+    k = np.where(front, i, steps - 1 - i).astype(f)
+    with np.errstate(all="ignore"):
+        dr, di = last.real - first.real, last.imag - first.imag
+        scl, zero = f(1) / f(steps - 1), f(0)
+        sr, si = (dr + di * zero) * scl, (di - dr * zero) * scl    # c10's division
+        pr, pi = sr * k - si * zero, sr * zero + si * k              # step * k, term by term
+        x = np.empty(steps, first.dtype)
+        x.real = np.where(front, first.real + pr, last.real - pr)
+        x.imag = np.where(front, first.imag + pi, last.imag - pi)
+    return _cpow(complex(f(base)), x)
+
+
 @op(method=False, differentiable=False, vmap_exempt=True)
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None,
              device: Any = None, requires_grad: bool = False) -> Tensor:
@@ -376,8 +425,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
         raise RuntimeError(f"logspace: number of steps must be non-negative, got {steps}")
     dt = _range_dtype("logspace", dtype, start, end)
     if dt.is_complex:
-        arr = np.array([complex(base) ** complex(start)] * steps) if steps <= 1 else \
-            np.logspace(complex(start), complex(end), steps, base=base)
+        arr = _complex_logspace(start, end, steps, base, dt)
     elif steps <= 1:    # PyTorch fills base ** start, checked like a fill value
         with np.errstate(all="ignore"):
             value = np.power(np.float64(base), np.float64(start))

@@ -31,6 +31,7 @@ from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cac
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
 from ._overlap import check_overlap
+from ._scalar_range import checked_fill_value
 
 # dtype rules: how the compute dtype and the output dtype follow from the promoted type.
 _FLOAT_RESULT = ("float", "float_compare", "real_float")  # real_float: complex gives real
@@ -84,6 +85,8 @@ def _check_pow_exponent(op: OpDef, compute: D.dtype, inputs: list) -> None:
         return
     if inputs[1] < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    # converted to int64, then to the base's dtype: uint8 ** 300 raises
+    checked_fill_value(checked_fill_value(inputs[1], D.int64), compute)
 
 
 def _check_bool_operands(op: OpDef, compute: D.dtype, inputs: list) -> None:
@@ -425,6 +428,47 @@ def _reads_self(op: OpDef, self: Tensor, args: tuple, kwargs: dict) -> bool:
     return any(isinstance(inputs.get(k), Tensor) and inputs[k]._requires_grad for k in readers)
 
 
+def _route_scalar_pow(pow_op: OpDef, scalar_op: OpDef, scalar_base_op: OpDef) -> None:
+    """pow(complex tensor, Python number) runs ``scalar_op`` (ipow_scalar: PyTorch's special
+    exponents 0, 1, 2, 3, -2, 0.5, -0.5, -1 of its Tensor-Scalar pow), pow(Python number,
+    complex tensor) ``scalar_base_op`` (base 1 gives ones); their graph nodes are pow's.
+    Any other call keeps pow's own frontend."""
+    frontend, inplace_fn = pow_op.frontend, pow_op.inplace_fn
+    scalar_frontend, scalar_inplace = scalar_op.frontend, scalar_op.inplace_fn
+    scalar_op.derivative = scalar_base_op.derivative = pow_op.derivative
+
+    def routed(a: Any, b: Any) -> bool:
+        return isinstance(a, Tensor) and isinstance(b, int | float | complex) and \
+            (a._dtype.is_complex or isinstance(b, complex))
+
+    def positional(args: tuple, kwargs: dict, names: tuple[str, ...]) -> tuple[tuple, dict]:
+        """PyTorch's keywords (input= or self=, exponent=) as positions, where they fill
+        them."""
+        if "self" in kwargs and "input" not in kwargs:
+            kwargs = {("input" if k == "self" else k): v for k, v in kwargs.items()}
+        rest = names[len(args):]
+        if kwargs and set(kwargs) == set(rest):
+            return (*args, *(kwargs[n] for n in rest)), {}
+        return args, kwargs
+
+    def pow(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        args, kwargs = positional(args, kwargs, ("input", "exponent"))
+        if len(args) == 2 and not kwargs:
+            if routed(*args):
+                return scalar_frontend(*args, out=out)
+            if routed(args[1], args[0]) and not isinstance(args[0], bool):  # True isn't 1
+                return scalar_base_op.frontend(*args, out=out)
+        return frontend(*args, out=out, **kwargs)
+
+    def pow_(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        args, kwargs = positional(args, kwargs, ("exponent",))
+        if len(args) == 1 and not kwargs and routed(self, args[0]):
+            return scalar_inplace(self, *args)
+        return inplace_fn(self, *args, **kwargs)
+
+    pow_op.frontend, pow_op.inplace_fn = pow, pow_
+
+
 def elementwise(name: str, expr: str, arity: int = 1, dtype_rule: str = "promote",
                 params: tuple[str, ...] = (), method: bool = True, inplace: bool = True,
                 flops: int = 1, grad: tuple[str | None, ...] | None = None,
@@ -477,9 +521,15 @@ elementwise("remainder", "mod(a, b)", B, int_div=True, no_complex=True, no_bool=
             grad=("g", "-g * _div_floor(a, b)"))
 elementwise("fmod", "fmod(a, b)", B, int_div=True, no_complex=True, no_bool=True,
             grad=("g", "-g * div(a, b, rounding_mode='trunc')"))
-elementwise("pow", "ipow(a, b)", B, flops=10, int_pow=True,  # bool: _check_pow_exponent
-            grad=(lambda g, a, b: _pow_grad_base(g, a, b),
-                  lambda g, a, b, out: _pow_grad_exponent(g, a, b, out)))
+_POW_GRAD = (lambda g, a, b: _pow_grad_base(g, a, b),
+             lambda g, a, b, out: _pow_grad_exponent(g, a, b, out))
+_route_scalar_pow(
+    elementwise("pow", "ipow(a, b)", B, flops=10, int_pow=True,  # bool: _check_pow_exponent
+                grad=_POW_GRAD),
+    elementwise("_pow_scalar", "ipow_scalar(a, b)", B, method=False, inplace=False, flops=10,
+                grad=_POW_GRAD),
+    elementwise("_pow_scalar_base", "ipow_scalar_base(a, b)", B, method=False, inplace=False,
+                flops=10, grad=_POW_GRAD))
 elementwise("atan2", "atan2(a, b)", B, "float", flops=20, no_complex=True,
             grad=("g * b / (a * a + b * b)", "g * -a / (a * a + b * b)"))
 # Ties split the gradient evenly between the operands, like PyTorch.
@@ -531,7 +581,7 @@ elementwise("copysign", "copysign(a, b)", B, "float", no_complex=True,
 elementwise("_ldexp_int", "ldexp_int(a, b)", B, method=False, no_complex=True, float_only=True,
             grad=("g.ldexp(b)", None))
 # log(exp(a) + exp(b)) without overflow (the scalar function has PyTorch's complex form).
-elementwise("logaddexp", "logaddexp(a, b)", B, "float", flops=25,
+elementwise("logaddexp", "logaddexp(a, b)", B, "float", flops=25, float_only=True,
             grad=("g * cj((a - b).sigmoid())", "g * cj((b - a).sigmoid())"))
 elementwise("xlogy", "0.0 if a == 0 and b == b else a * log(b)", B, "float", flops=20,
             no_complex=True, grad=("masked(g * b.log(), (a != 0) | (b > 0))", "g * a / b"))

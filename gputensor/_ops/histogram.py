@@ -137,8 +137,9 @@ def _parse_bins(bins: Any) -> Any:
     return list(bins)
 
 
-def _edges(x: Tensor, bins: Any, span: Sequence[float] | None) -> list[Tensor]:
-    """One 1-d edge tensor per dim of the (M, N) sample matrix ``x``."""
+def _edges(x: Tensor, bins: Any, span: Sequence[float] | None) -> tuple[list[Tensor], list[bool]]:
+    """One 1-d edge tensor per dim of the (M, N) sample matrix ``x``, and per dim whether
+    they are bin-count edges that collapsed to one value in x's dtype (see _histogramdd)."""
     import gputensor as gt
     n = x.shape[-1]
     if isinstance(bins, Tensor) or (isinstance(bins, Sequence)
@@ -161,20 +162,26 @@ def _edges(x: Tensor, bins: Any, span: Sequence[float] | None) -> list[Tensor]:
             if b.device != x.device:
                 raise RuntimeError(f"Expected all tensors to be on the same device, but found at "
                                    f"least two devices, {x.device} and {b.device}!")
-        return [b.clone() for b in seq]
+        return [b.clone() for b in seq], [False] * n
     counts = [int(bins)] * n if _is_int(bins) else [int(b) for b in bins]
     if len(counts) != n:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
                            "dimension of the input.")
     for d, c in enumerate(counts):
         _check_count(c, d)
-    return [gt.linspace(lo, hi, c + 1, dtype=x.dtype, device=x.device)
-            for (lo, hi), c in zip(_outer_edges(x, span), counts, strict=True)]
+    outer = _outer_edges(x, span)
+    ft = x.dtype.np_dtype.type
+    return ([gt.linspace(lo, hi, c + 1, dtype=x.dtype, device=x.device)
+             for (lo, hi), c in zip(outer, counts, strict=True)],
+            [bool(ft(lo) == ft(hi)) for lo, hi in outer])
 
 
-def _histogramdd(x: Tensor, edges: list[Tensor], weight: Tensor | None,
+def _histogramdd(x: Tensor, edges: list[Tensor], collapsed: list[bool], weight: Tensor | None,
                  density: bool) -> Tensor:
-    """The (bins_0, ..., bins_{N-1}) histogram of the rows of the (M, N) matrix ``x``."""
+    """The (bins_0, ..., bins_{N-1}) histogram of the rows of the (M, N) matrix ``x``.
+    Along a ``collapsed`` dim (bin-count edges all one value v: 1e30 +- 0.5 in float) PyTorch's
+    interpolating kernel computes the position 0 * bins / 0 = NaN; its local search from
+    the NaN's INT64_MIN then lands every element (each == v) in bin 1 (0 when there is one)."""
     import gputensor as gt
     sizes = [e.numel() - 1 for e in edges]
     if not edges:  # no dims: PyTorch's 0-d zero
@@ -186,6 +193,8 @@ def _histogramdd(x: Tensor, edges: list[Tensor], weight: Tensor | None,
         keep = keep & (col >= e[0]) & (col <= e[-1])  # NaN fails both: dropped
         # the bin whose left edge is the last one <= x; x == edges[-1] joins the last bin
         pos = (gt.searchsorted(e, col, right=True) - 1).clamp(0, sizes[d] - 1)
+        if collapsed[d]:
+            pos = pos.clamp(min(1, sizes[d] - 1), min(1, sizes[d] - 1))
         flat = flat * sizes[d] + pos
     w = gt.ones_like(x[:, 0]) if weight is None else weight
     w = gt.where(keep, w, gt.zeros((), dtype=x.dtype, device=x.device))
@@ -224,8 +233,8 @@ def histogram(input: Tensor, bins: Any = 100, *, range: Sequence[float] | None =
     _check_weight(input, weight, tuple(x.shape))
     import gputensor as gt
     with gt.no_grad():  # no derivative, as in PyTorch: the outputs get a raising node
-        edges = _edges(x, [bins] if isinstance(bins, Tensor) else bins, range)
-        hist = _histogramdd(x, edges, weight, bool(density))
+        edges, collapsed = _edges(x, [bins] if isinstance(bins, Tensor) else bins, range)
+        hist = _histogramdd(x, edges, collapsed, weight, bool(density))
     return deliver_all(return_types.histogram(hist, edges[0]), out, "histogram")
 
 
@@ -250,8 +259,8 @@ def histogramdd(input: Tensor, bins: Any, *, range: Sequence[float] | None = Non
     _check_weight(input, weight, tuple(input.shape))
     import gputensor as gt
     with gt.no_grad():  # no derivative, as in PyTorch: the outputs get a raising node
-        edges = _edges(x, bins, range)
-        hist = _histogramdd(x, edges, None if weight is None else weight.reshape(-1),
+        edges, collapsed = _edges(x, bins, range)
+        hist = _histogramdd(x, edges, collapsed, None if weight is None else weight.reshape(-1),
                             bool(density))
     return return_types.histogramdd(hist, tuple(edges))
 

@@ -11,12 +11,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from gputensor import _dtype as D
 from gputensor import return_types
 from gputensor._tensor import Tensor, normalize_dim
 from gputensor.kernels.registry import OPS
 
 from ._core import broadcast_shapes, common_device, empty, kernel, op, result_type
+from ._scalar_range import checked_fill_value
 from .copying import strided_copy
 from .shape import (
     _alloc,
@@ -302,6 +305,18 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0) -
     return result
 
 
+def _widened(v: float, dt: D.dtype) -> tuple[float, float]:
+    """histc's empty range [v, v] widened as PyTorch's: by one, or to v's neighbours in a
+    float32/float64 input where one vanishes in rounding (1e30 +- 1 is 1e30)."""
+    if dt not in (D.float32, D.float64):
+        return v - 1, v + 1
+    ft, big = dt.np_dtype.type, np.finfo(dt.np_dtype).max
+    with np.errstate(over="ignore"):
+        x = ft(v)   # its neighbours toward the lowest and the largest finite value
+        down, up = float(np.nextafter(x, -big)), float(np.nextafter(x, big))
+    return min(down, v - 1), max(up, v + 1)
+
+
 @op(differentiable=False)
 def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
           out: Tensor | None = None) -> Tensor:
@@ -312,14 +327,17 @@ def histc(input: Tensor, bins: int = 100, min: float = 0, max: float = 0, *,
     if bins <= 0:
         raise RuntimeError(f"histc(): bins must be > 0, but got {bins}")
     lo, hi = float(min), float(max)
-    if lo > hi:
-        raise RuntimeError("histc: max must be larger than min")
     if lo == hi and input.numel():
         lo, hi = (float(v) for v in _minmax(input))
-    if not (math.isfinite(lo) and math.isfinite(hi)):
-        raise RuntimeError(f"histc: range of [{lo}, {hi}] is not finite")
     if lo == hi:
-        lo, hi = lo - 1, hi + 1
+        lo, hi = _widened(lo, input.dtype)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"gputensor.histc: range of [{lo:g}, {hi:g}] is not finite")
+    if not lo < hi:
+        raise RuntimeError("gputensor.histc: max must be larger than min")
+    if input.dtype in (D.float16, D.bfloat16):   # the edges are in the input's dtype
+        lo, hi = (float(input.dtype.np_dtype.type(checked_fill_value(v, input.dtype)))
+                  for v in (lo, hi))
     result = _alloc(out, (bins,), input.dtype, input.device, "histc")
     kernel(input, "histc")(result, input, bins, lo, hi)
     return _written(result, out)

@@ -216,6 +216,11 @@ def _spacing(y: Tensor, x: Any, dx: Any, dim: int, name: str) -> tuple[Any, int]
     return (1.0 if dx is None and x is None else (dx if dx is not None else x)), d
 
 
+def _real_dx(dx: Any, name: str) -> None:
+    if isinstance(dx, complex):
+        raise RuntimeError(f"{name}: Currently, we only support dx as a real number.")
+
+
 def _refuse_bool(y: Tensor, x: Any, name: str) -> None:
     if isinstance(x, Tensor):
         if y.dtype == gt.bool or x.dtype == gt.bool:
@@ -226,9 +231,11 @@ def _refuse_bool(y: Tensor, x: Any, name: str) -> None:
 
 
 def _pair_sums(y: Tensor, d: int) -> Tensor:
-    """The sums of neighbouring samples along ``d`` (one fewer than ``y`` has there)."""
+    """The sums of neighbouring samples along ``d`` (one fewer than ``y`` has there), left
+    plus right as PyTorch adds them (complex 1 + inf i is NaN + inf i the other way round:
+    add computes a + alpha * b)."""
     n = max(y.shape[d] - 1, 0)
-    return y.narrow(d, min(1, y.shape[d]), n) + y.narrow(d, 0, n)
+    return y.narrow(d, 0, n) + y.narrow(d, min(1, y.shape[d]), n)
 
 
 @op(method=False, aliases=("trapz",))
@@ -238,6 +245,7 @@ def trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int = -1) -> Ten
         shown = normalize_dim(dim, 0) if isinstance(x, Tensor) else dim
         raise IndexError(f"Dimension specified as {shown} but tensor has no dimensions")
     h, d = _spacing(y, x, dx, dim, "trapezoid")
+    _real_dx(dx, "trapezoid")   # after the dim check, as in PyTorch
     if y.shape[d] == 0:     # PyTorch returns zeros of y's own dtype, before the bool check
         return gt.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device)
     _refuse_bool(y, x, "trapezoid")
@@ -257,7 +265,9 @@ def cumulative_trapezoid(y: Tensor, x: Any = None, *, dx: Any = None, dim: int =
     if y.dim() == 0:
         normalize_dim(dim, 0)
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    _real_dx(dx, "cumulative_trapezoid")   # before the dim check, as in PyTorch
     h, d = _spacing(y, x, dx, dim, "cumulative_trapezoid")
+    # PyTorch's order of operations (a complex inf part makes NaNs depending on it)
     if isinstance(h, Tensor):
-        return (h * _pair_sums(y, d) / 2).cumsum(d)
-    return (_pair_sums(y, d) * (h / 2)).cumsum(d)
+        return (h * _pair_sums(y, d)).cumsum(d) / 2
+    return (h / 2 * _pair_sums(y, d)).cumsum(d)

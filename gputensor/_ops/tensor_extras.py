@@ -20,6 +20,7 @@ from gputensor._tensor import Tensor, normalize_dim
 from gputensor.autograd.inplace import apply_inplace, check_leaf, needs_graph
 
 from ._core import op, result_type, tensor_method
+from ._scalar_range import checked_fill_value
 from .scatter import check_index_source
 from .shape import _check_bounds, _dim_size
 
@@ -191,15 +192,27 @@ def addr(input: Tensor, vec1: Tensor, vec2: Tensor, *, beta: Any = 1, alpha: Any
         if dt.category <= D.INTEGRAL and not isinstance(scalar, int):
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
                                f"floating point number.")
-    outer = gt.outer(vec1.to(dt), vec2.to(dt))
-    self_part = input.to(dt).expand(outer.shape)
+    # converted to the result dtype like fill values: an overflow raises
+    beta_v, _ = checked_fill_value(beta, dt), checked_fill_value(alpha, dt)
     if dt is D.bool:   # (beta and self) or (alpha and vec1 vec2^T)
+        outer = gt.outer(vec1.to(dt), vec2.to(dt))
+        self_part = input.to(dt).expand(outer.shape)
         outer = outer if alpha else gt.zeros_like(outer)
         return (self_part | outer) if beta else outer
-    outer = outer if alpha == 1 else outer * alpha
-    if beta == 0:   # input is ignored, NaN included
+    # PyTorch's kernel: (alpha * vec1[i]) * vec2[j], plus beta * input[i, j] unless beta is 0
+    # in the result dtype (then input is ignored, NaN included). Complex products are the
+    # plain (ac - bd) + (ad + bc)i, so a factor 1 + 0i still turns inf + 0i into inf + NaN i.
+    scaled = vec1.to(dt) * alpha if dt.is_complex or alpha != 1 else vec1.to(dt)
+    outer = scaled.unsqueeze(-1) * vec2.to(dt)
+    input.expand(outer.shape)   # (its shape is checked either way)
+    if (beta_v if dt.category <= D.INTEGRAL else dt.np_dtype.type(beta_v)) == 0:
         return outer
-    return (self_part if beta == 1 else self_part * beta) + outer
+    if not dt.is_complex:
+        return (input.to(dt) if beta == 1 else input.to(dt) * beta) + outer
+    # the kernel's sum is plain too: gputensor's add, like PyTorch's, is a + (1 + 0i) * b,
+    # which would make NaNs of inf + inf i
+    total = gt.view_as_real(input.to(dt) * beta) + gt.view_as_real(outer)
+    return gt.view_as_complex(total if total.stride(-1) == 1 else total.contiguous())
 
 
 @tensor_method()
@@ -219,14 +232,20 @@ def dist(input: Tensor, other: Tensor, p: float = 2) -> Tensor:
 @op(inplace=True)
 def logit(input: Tensor, eps: float | None = None) -> Tensor:
     """log(x / (1 - x)), with x clamped to [eps, 1 - eps] when ``eps`` is given."""
-    if input.dtype is D.bool:   # PyTorch computes a bool input in the default float dtype
-        input = input.to(D.get_default_dtype())
+    if input.dtype.is_complex:
+        raise NotImplementedError(f"\"logit_{input.device.type}\" not implemented for "
+                                  f"'{input.dtype.legacy_name}'")
+    if input.dtype.category <= D.INTEGRAL:   # PyTorch computes bool and integer inputs in
+        input = input.to(D.get_default_dtype())   # the default float dtype (int8 1 - x wraps)
     x = input if eps is None else input.clamp(eps, 1 - eps)
     return gt.log(x / (1 - x))
 
 
 @tensor_method()
 def logit_(self: Tensor, eps: float | None = None) -> Tensor:
+    if self.dtype.category <= D.INTEGRAL:   # the float result cannot go back in place
+        raise RuntimeError(f"result type {D.get_default_dtype().legacy_name} can't be cast to "
+                           f"the desired output type {self.dtype.legacy_name}")
     return self.copy_(logit(self, eps)) if not needs_graph(self, (), {}) else \
         apply_inplace(self, lambda: logit(self, eps))
 

@@ -211,6 +211,8 @@ def _fast_unary(name: str, numpy_fn: Callable, f32: Callable, f64: Callable | No
             return lambda a: f64(a)
         if name == "exp" and isinstance(a, types.Complex):
             return lambda a: _cexp(a)
+        if name == "log1p" and isinstance(a, types.Complex):
+            return lambda a: _clog1p(a)
         return lambda a: numpy_fn(a)
     return stub
 
@@ -219,6 +221,15 @@ def _fast_unary(name: str, numpy_fn: Callable, f32: Callable, f64: Callable | No
 def _cexp(a):
     # C99's cexp(x + 0i) = exp(x) + 0i (PyTorch's): exp(1e30) * sin(0) would be NaN
     return complex(np.exp(a.real), a.imag) if a.imag == 0 else np.exp(a)
+
+
+@njit(cache=True)
+def _clog1p(a):
+    # PyTorch's complex log1p is NaN + NaN i once a part is NaN; Numba's keeps an infinite
+    # part's inf (log1p(inf + NaN i) would be inf + NaN i)
+    if math.isnan(a.real) or math.isnan(a.imag):
+        return type(a)(complex(math.nan, math.nan))
+    return np.log1p(a)
 
 
 exp = _fast_unary("exp", np.exp, _exp_f32, _exp_f64)
@@ -483,8 +494,56 @@ def _ipow(a, b):
             return result
         return impl
     if _any_complex(a, b):
-        return lambda a, b: _complex_zero_pow(b) if a == 0 else _complex_pow(a, b)
+        return lambda a, b: _complex_pow(a, b)
     return lambda a, b: a ** b
+
+
+ipow_scalar = _vocab("ipow_scalar")
+
+
+@overload(ipow_scalar)
+def _ipow_scalar(a, b):
+    """``a ** b`` for a Python-number exponent ``b`` (pow's Tensor-Scalar form). PyTorch
+    special-cases complex exponents 0 (ones), 1 (a copy), 2, 3, -2 (plain products), 0.5,
+    -0.5 and -1 (sqrt, rsqrt, reciprocal), which differ from exp(b log a) at zero, infinite
+    and NaN bases (0j ** 0 is 1 here, NaN for a tensor exponent)."""
+    if not _any_complex(a, b):
+        return lambda a, b: ipow(a, b)
+
+    def impl(a, b):
+        bc = complex(b)
+        if bc.imag == 0:
+            e = bc.real
+            if e == 0:
+                return type(a)(complex(1.0, 0.0))
+            if e == 1:
+                return a
+            if e == 2:
+                return a * a
+            if e == 3:
+                return a * a * a
+            if e == 0.5:
+                return type(a)(sqrt(a))
+            if e == -0.5:
+                return type(a)(rsqrt(a))
+            if e == -1:
+                return type(a)(truediv(1, a))
+            if e == -2:
+                return type(a)(truediv(1, a * a))
+        return ipow(a, b)
+    return impl
+
+
+ipow_scalar_base = _vocab("ipow_scalar_base")
+
+
+@overload(ipow_scalar_base)
+def _ipow_scalar_base(a, b):
+    """``a ** b`` for a Python-number base ``a`` (pow's Scalar-Tensor form): PyTorch fills
+    ones for a base 1 (1 ** (inf + 0j) is 1, exp(b log 1) NaN); any other base is ipow's."""
+    if not _any_complex(a, b):
+        return lambda a, b: ipow(a, b)
+    return lambda a, b: type(b)(complex(1.0, 0.0)) if a == 1 else ipow(a, b)
 
 
 @njit(cache=True)
@@ -495,7 +554,7 @@ def _complex_pow(a, b):
     # special values PyTorch's tensor-exponent pow gives ((-inf) ** 0 is NaN, 2 ** 255 in
     # complex64 is inf+0j, not the inf+nanj that squaring inf+0j makes).
     bc = complex(b)
-    if (bc.imag == 0 and bc.real == math.trunc(bc.real) and abs(bc.real) <= 64
+    if (bc.imag == 0 and bc.real == math.trunc(bc.real) and abs(bc.real) <= 64 and a != 0
             and math.isfinite(a.real) and math.isfinite(a.imag)):
         n = int(abs(bc.real))
         r = a - a + 1
@@ -509,8 +568,10 @@ def _complex_pow(a, b):
             r = type(a)(_complex_div(complex(1.0, 0.0), complex(r), 1.0))
         if math.isfinite(r.real) and math.isfinite(r.imag):
             return r
-    # PyTorch's exp(b * log(a)), with C99's complex product and exp (their special values).
-    la = cmath.log(a)
+    # PyTorch's exp(b * log(a)), with C99's complex product, log and exp (their special
+    # values): a zero base has log -inf + i arg(a), so 0 ** 0 is NaN, 0 ** 2 is 0 and
+    # 0 ** -1 is inf + NaN i, as glibc's cpow gives them
+    la = complex(-math.inf, math.atan2(a.imag, a.real)) if a == 0 else cmath.log(a)
     re, im = _mul_c99(b.real, b.imag, la.real, la.imag)
     if im == 0 and not math.isnan(re):
         # C99's cexp(x + 0i) is exp(x) + 0i; Numba's exp * (cos 0 + i sin 0) makes inf * 0 NaN
@@ -548,16 +609,6 @@ def _mul_c99(a, b, c, d):
     if recalc:
         return math.inf * (a * c - b * d), math.inf * (a * d + b * c)
     return x, y
-
-
-@njit(cache=True)
-def _complex_zero_pow(b):
-    # 0 ** b, which Numba's exp(b * log(0)) turns into NaN: 0 for Re(b) > 0, as in PyTorch.
-    if b.real > 0:
-        return complex(0.0, 0.0)
-    if b == 0:
-        return complex(1.0, 0.0)
-    return complex(math.inf, math.nan) if b.real < 0 else complex(math.nan, math.nan)
 
 
 # -- division --------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ are preallocated by the frontend (gputensor/_ops/sort.py) unless their size depe
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
@@ -191,6 +193,14 @@ def histc(out: Tensor, x: Tensor, bins: int, lo: float, hi: float) -> None:
     ft = a.dtype.type
     lo_t, hi_t = ft(lo), ft(hi)
     a = a[(a >= lo_t) & (a <= hi_t)]
-    pos = ((a - lo_t) * ft(bins) / (hi_t - lo_t)).astype(np.int64)
+
+    def r(v: Any) -> Any:   # c10's Half/BFloat16 round each operation's float result
+        return v if x.dtype not in (D.float16, D.bfloat16) else \
+            np.asarray(v).astype(x.dtype.np_dtype).astype(ft)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        q = r(r(r(a - lo_t) * r(ft(bins))) / r(hi_t - lo_t))
+    # q NaN (an empty range: lo == hi in the input's precision) or inf (a 16-bit overflow)
+    # becomes PyTorch's index INT64_MIN, which its kernel's pointer arithmetic wraps to bin 0
+    pos = np.where(q < 2.0 ** 63, q, 0).astype(np.int64)
     np.minimum(pos, bins - 1, out=pos)
     out._host[...] = np.bincount(pos, minlength=bins)

@@ -289,17 +289,11 @@ __device__ __forceinline__ zd mul_c99(zd p, zd q) {
     const double inf = __longlong_as_double(0x7ff0000000000000LL);
     return zd(inf * (a * c - b * d), inf * (a * d + b * c));
 }
-// 0 ** b as PyTorch: 0 for Re(b) > 0, 1 for b == 0, inf+nanj for Re(b) < 0, else nan.
+// PyTorch's (glibc's cpow) exp(b log a), with C99's product, log and exp special values.
 __device__ __forceinline__ zd pow(zd a, zd b) {
-    if (a.re == 0 && a.im == 0) {
-        if (b.re > 0) return zd(0, 0);
-        if (b.re == 0 && b.im == 0) return zd(1, 0);
-        const double inf = __longlong_as_double(0x7ff0000000000000LL);
-        const double nan = __longlong_as_double(0x7ff8000000000000LL);
-        return b.re < 0 ? zd(inf, nan) : zd(nan, nan);
-    }
+    // (a zero base too: log 0 = -inf + i arg(a), so 0 ** 0 is NaN, 0 ** -1 inf + NaN i)
     if (b.im == 0 && b.re == ::trunc(b.re) && ::fabs(b.re) <= 64 && gt::isfinite(a.re) &&
-        gt::isfinite(a.im)) {
+        gt::isfinite(a.im) && (a.re != 0 || a.im != 0)) {
         // a small integer power by repeated squaring, as NumPy and PyTorch's CPU kernel: exact
         // where exp(b log a) is not (1j ** 1 would be 6e-17+1j); only where it stays finite:
         // an infinite base or an overflow takes exp(b log a), whose special values PyTorch's
@@ -349,6 +343,26 @@ template <class T> __device__ __forceinline__ complex<T> logaddexp(complex<T> a,
 }
 template <class T> __device__ __forceinline__ complex<T> ipow(complex<T> a, complex<T> b) {
     return complex<T>(cplx::pow(cplx::zd(a), cplx::zd(b)));
+}
+// a ** b for a Python-number exponent b, as PyTorch's Tensor-Scalar pow special-cases it:
+// 0 gives ones, 1 a copy, 2, 3, -2 plain products, 0.5, -0.5, -1 sqrt, rsqrt, reciprocal
+template <class T> __device__ __forceinline__ complex<T> ipow_scalar(complex<T> a, complex<T> b) {
+    if (b.im == 0) {
+        if (b.re == 0) return complex<T>(1);
+        if (b.re == 1) return a;
+        if (b.re == 2) return a * a;
+        if (b.re == 3) return a * a * a;
+        if (b.re == T(0.5)) return sqrt(a);
+        if (b.re == T(-0.5)) return complex<T>(1) / sqrt(a);
+        if (b.re == -1) return complex<T>(1) / a;
+        if (b.re == -2) return complex<T>(1) / (a * a);
+    }
+    return ipow(a, b);
+}
+// a ** b for a Python-number base a: PyTorch fills ones for a base 1
+template <class T>
+__device__ __forceinline__ complex<T> ipow_scalar_base(complex<T> a, complex<T> b) {
+    return a.re == 1 && a.im == 0 ? complex<T>(1) : ipow(a, b);
 }
 template <class T, class U>
 __device__ __forceinline__ GT_IF_REAL(U, complex<T>) truediv(complex<T> a, U b) {

@@ -55,7 +55,7 @@ VOCABULARY = frozenset({
     "tdiv", "truediv", "lshift", "rshift", "real", "round_decimals", "nan_to_num", "maximum",
     "minimum", "relu", "rsqrt", "sigmoid", "softplus", "gelu_erf", "gelu_tanh",
     "gelu_erf_grad", "gelu_tanh_grad", "softplus_grad", "fast_exp", "abs2",
-    "ldexp_int", "logaddexp",
+    "ldexp_int", "logaddexp", "ipow_scalar", "ipow_scalar_base",
     "gcd", "lcm", "nextafter", "angle", "frexp_mantissa", "frexp_exponent",
     # torch.special (special_fns.cuh)
     "lgamma", "digamma", "trigamma", "polygamma", "zeta", "mvlgamma", "erfc", "erfinv",

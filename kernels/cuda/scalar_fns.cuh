@@ -187,6 +187,11 @@ template <class T> __device__ __forceinline__ long long ipow(T a, T b) {
     }
     return (long long)result;
 }
+// pow's Tensor-Scalar and Scalar-Tensor forms: no special cases in real dtypes (complex.cuh's)
+template <class T> __device__ __forceinline__ auto ipow_scalar(T a, T b) { return ipow(a, b); }
+template <class T> __device__ __forceinline__ auto ipow_scalar_base(T a, T b) {
+    return ipow(a, b);
+}
 
 // ---- division ------------------------------------------------------------------------------
 // Integer division by zero is rejected by the frontend; kernels return 0 (Numba's numpy error

@@ -456,7 +456,8 @@ __device__ void gt_bincount_weighted(const gt_u64* keys, const int* idx, long lo
 }
 
 // Bin b holds lo + b*w <= v < lo + (b+1)*w (v == hi in the last bin), computed in A (the
-// input's precision; float for 16-bit floats) as the CPU backend does; NaN and outliers skip.
+// input's precision; float rounded to 16 bits per operation for 16-bit floats) as the CPU
+// backend does; NaN and outliers skip.
 template <class T, class A>
 __device__ void gt_histc_count(const T* x, const long long* xmeta, long long n, long long bins,
                                double lo, double hi, gt_u64* counts) {
@@ -464,7 +465,12 @@ __device__ void gt_histc_count(const T* x, const long long* xmeta, long long n, 
     for (GT_GRID_STRIDE(i, n)) {
         const A v = gt::load<A>(x[gt_sort_offset(i, xmeta)]);
         if (!(v >= lo_t && v <= hi_t)) continue;
-        long long p = (long long)((v - lo_t) * (A)bins / (hi_t - lo_t));
+        // 16-bit inputs round each operation's float result, as c10's Half/BFloat16 do
+        const auto r = [](A u) { return gt::load<A>(gt::store<T>(u)); };
+        const A q = r(r(r(v - lo_t) * r((A)bins)) / r(hi_t - lo_t));
+        // q NaN (an empty range: lo == hi in A) or inf (a 16-bit overflow) becomes PyTorch's
+        // index INT64_MIN, which its kernel's pointer arithmetic wraps to bin 0
+        long long p = q < (A)9.2233720368547758e18 ? (long long)q : 0;
         if (p > bins - 1) p = bins - 1;
         atomicAdd(counts + p, 1ull);
     }

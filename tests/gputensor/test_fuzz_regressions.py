@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 
 import gputensor as gt
@@ -899,3 +900,191 @@ def test_complex_data_for_an_integer_dtype_fails_at_the_first_bad_element(
         same_error(lambda L, d, dt=dtype: L.tensor(data, dtype=getattr(L, dt), device=d), device)
         same_error(lambda L, d, dt=dtype: L.as_tensor(data, dtype=getattr(L, dt), device=d),
                    device)
+
+
+# -- complex special values (fuzz seeds of the second round) ----------------------------------
+def same_parts(build: Build, device: str, **tol: float) -> None:
+    """same_result, comparing a complex result's real and imaginary parts apart (where one is
+    NaN, assert_close would take inf + NaN i for NaN + NaN i)."""
+    def parts(L: Any, d: str) -> Any:
+        r = build(L, d)
+        return L.view_as_real(r) if r.is_complex() else r
+    same_result(parts, device, **tol)
+
+
+ODD = [complex(INF, 0), complex(-INF, 1), complex(0, INF), complex(NAN, 0), complex(INF, NAN),
+       0j, complex(-0.0, 0), 1 + 1j, -2 + 0.5j]
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_pow_of_zero_and_nonfinite_bases(device: str, dtype: str) -> None:
+    def x(L: Any, d: str) -> Any:
+        return t(L, d, ODD, dtype)
+    # a tensor exponent is exp(b log a): 0 ** 0 is NaN, 0 ** -1 inf + NaN i
+    for e in ([0.0], [1.0], [-1.0], [2.0], [1j], [0j]):
+        same_parts(lambda L, d, e=e: x(L, d) ** t(L, d, e * len(ODD), dtype), device)
+        same_parts(lambda L, d, e=e: L.pow(0j, t(L, d, e, dtype)), device)
+    same_parts(lambda L, d: t(L, d, 0j, dtype) ** t(L, d, 0j, dtype), device)
+    # a Python exponent: 0 gives ones, 1 a copy, 2, 3, -2 products, 0.5, -0.5, -1 sqrt,
+    # rsqrt, reciprocal, others exp(b log a); a Python base 1 gives ones
+    for e in (0, 0j, False, 1, True, 2, 3, -2, 0.5, -0.5, -1, 2.5, 1j, -3):
+        same_parts(lambda L, d, e=e: x(L, d) ** e, device)
+        same_parts(lambda L, d, e=e: x(L, d).pow_(e), device)
+    for base in (1, 1.0, True, 0j, 2):
+        same_parts(lambda L, d, b=base: L.pow(b, x(L, d)), device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("ends", [(0, INF), (0, -INF), (INF, 0), (0, NAN), (-INF, INF),
+                                  (0, complex(0, INF)), (0, -3e38), (0, 3e38), (0, 2), (0, 2j),
+                                  (1 + 1j, 100)])
+@pytest.mark.parametrize("base", [10.0, 2.0, -2.0, 0.0, 0.5, INF])
+def test_complex_logspace_with_nonfinite_ends(device: str, dtype: str, ends: tuple,
+                                              base: float) -> None:
+    for steps in (1, 2, 3, 6):
+        same_parts(lambda L, d, n=steps: L.logspace(*ends, n, base=base,
+                                                    dtype=getattr(L, dtype), device=d), device)
+
+
+def test_complex_logspace_end_overflowing_complex64(device: str) -> None:
+    same_error(lambda L, d: L.logspace(0, 1e39, 3, dtype=L.complex64, device=d), device)
+    same_error(lambda L, d: L.logspace(100, 0, 1, dtype=L.complex64, device=d), device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_log1p_of_nonfinite_parts(device: str, dtype: str) -> None:
+    parts = [INF, -INF, NAN, 0.0, 1.5, -2.0]
+    data = [complex(a, b) for a in parts for b in parts]
+    same_parts(lambda L, d: L.log1p(t(L, d, data, dtype)), device)
+    same_parts(lambda L, d: L.log1p(t(L, d, complex(INF, NAN), dtype)), device)
+
+
+@pytest.mark.parametrize("dx", [None, 1, 0.5, -1, INF, 1e30])
+def test_cumulative_trapezoid_of_complex_inf_with_scalar_dx(device: str, dx: Any) -> None:
+    kw = {} if dx is None else {"dx": dx}
+    for data in ([complex(0, INF), 1, 2], [1 + 1j, complex(INF, 0), 2j], [complex(-INF, 0), 3]):
+        same_parts(lambda L, d, y=data: L.cumulative_trapezoid(t(L, d, y, "complex64"), **kw),
+                   device)
+        same_parts(lambda L, d, y=data: L.trapezoid(t(L, d, y, "complex128"), **kw), device)
+        same_parts(lambda L, d, y=data: L.cumulative_trapezoid(
+            t(L, d, y, "complex64"), x=t(L, d, [0.0, 1.0, 3.0][:len(y)])), device)
+
+
+@pytest.mark.parametrize("name", ["trapezoid", "cumulative_trapezoid"])
+def test_trapezoid_complex_dx_raises(device: str, name: str) -> None:
+    same_error(lambda L, d: getattr(L, name)(t(L, d, [1.0, 2.0]), dx=1j), device)
+    same_error(lambda L, d: getattr(L, name)(t(L, d, [1.0, 2.0]), dx=1j, dim=5), device)
+
+
+@pytest.mark.parametrize("value,dtype", [
+    *((v, dt) for v in (1e30, -1e30, 3e38, 16777217.0, 1e8) for dt in ("float32", "float64")),
+    (1e300, "float64")])
+def test_histogram_of_one_huge_value(device: str, value: float, dtype: str) -> None:
+    for n in (1, 2, 3, 5, 10):
+        for k in (1, 2):   # one element, or the value twice
+            same_result(lambda L, d, b=n, c=k: L.histc(t(L, d, [value] * c, dtype), bins=b),
+                        device)
+            same_result(lambda L, d, b=n, c=k: tuple(L.histogram(t(L, d, [value] * c, dtype),
+                                                                 bins=b)), device)
+
+
+def test_histc_of_one_value_lost_in_16_bit_rounding(device: str) -> None:
+    for dtype in ("float16", "bfloat16"):
+        same_result(lambda L, d, dt=dtype: L.histc(t(L, d, [10000.0, 10000.0], dt).float()
+                                                   .to(getattr(L, dt)), bins=4).float(), device)
+    same_error(lambda L, d: L.histc(t(L, d, [1e30], "bfloat16"), bins=4), device)
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0, 1), (1, 0), (0, 0), (2, 3), (0j, 1),
+                                        (1j, 1j), (0.5, 2j)])
+def test_addr_of_complex_nonfinite_values(device: str, beta: Any, alpha: Any) -> None:
+    vals = [1 + 1j, complex(INF, 0), complex(0, INF), complex(NAN, 0), complex(-INF, 1)]
+    for i, a in enumerate(vals):
+        b = vals[(i + 2) % len(vals)]
+        same_parts(lambda L, d, a=a, b=b: L.addr(t(L, d, [[a, b], [b, a]], "complex64"),
+                                                 t(L, d, [b, a], "complex64"),
+                                                 t(L, d, [a, 1 + 1j], "complex64"),
+                                                 beta=beta, alpha=alpha), device)
+
+
+def test_addr_converts_beta_and_alpha_to_the_result_dtype(device: str) -> None:
+    def addr(L: Any, d: str, dt: str, **kw: Any) -> Any:
+        o = L.ones(2, dtype=getattr(L, dt), device=d)
+        return L.addr(L.ones(2, 2, dtype=getattr(L, dt), device=d), o, o, **kw)
+    same_error(lambda L, d: addr(L, d, "int8", beta=300), device)
+    same_error(lambda L, d: addr(L, d, "uint8", alpha=300), device)
+    same_error(lambda L, d: addr(L, d, "float32", alpha=1e50), device)
+    same_result(lambda L, d: addr(L, d, "uint8", beta=-1), device)
+    same_result(lambda L, d: addr(L, d, "float32", beta=1e-50), device)   # 0 in float: ignored
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64", "bool"])
+def test_logit_of_integers_computes_in_float(device: str, dtype: str) -> None:
+    data = [True, False] if dtype == "bool" else [0, 1, 200] if dtype == "uint8" else \
+        [-128, 0, 1, 5]
+    same_result(lambda L, d: L.logit(t(L, d, data, dtype)), device)   # int8 1 - x wrapped
+    same_result(lambda L, d: L.logit(t(L, d, data, dtype), eps=0.1), device)
+
+
+def test_logit_of_complex_raises(device: str) -> None:
+    with pytest.raises(NotImplementedError, match="not implemented for 'ComplexFloat'"):
+        gt.logit(gt.tensor([1 + 1j], device=device))
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+@pytest.mark.parametrize("dtypes", [("bool", "bool"), ("int8", "int8"), ("uint8", "int64"),
+                                    ("uint8", "float32"), ("complex64", "float32")])
+def test_logaddexp_of_integers_raises(device: str, name: str, dtypes: tuple) -> None:
+    def run(L: Any, d: str) -> Any:
+        return getattr(L, name)(L.ones(2, dtype=getattr(L, dtypes[0]), device=d),
+                                L.ones(2, dtype=getattr(L, dtypes[1]), device=d))
+    if dtypes[0] == "uint8" and dtypes[1] == "float32" or \
+            name == "logaddexp" and dtypes[0] == "complex64":
+        same_result(run, device)
+    else:
+        with pytest.raises(RuntimeError, match="not implemented for"):   # PyTorch's too
+            run(gt, device)
+        with pytest.raises(RuntimeError, match="not implemented for"):
+            run(torch, "cpu")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_histc_of_16_bit_floats_rounds_each_step(device: str, dtype: str) -> None:
+    # c10's Half/BFloat16 round (x - min), its product by bins and the quotient to 16 bits;
+    # a product past float16's range is inf, which PyTorch's kernel counts in bin 0
+    rng = np.random.default_rng(303)
+    for _ in range(20):
+        data = (rng.standard_normal(int(rng.integers(1, 60))) * 100).round(1).tolist()
+        for bins, lo, hi in ((2, 0, 0), (7, -2.0, 3.0), (257, 0, 0)):
+            same_result(lambda L, d, v=data, b=bins, m=lo, x=hi: L.histc(
+                t(L, d, v, dtype), bins=b, min=m, max=x).float(), device, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("exponent", [2147483648, 300, 2 ** 63, -1])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32"])
+def test_integer_pow_exponent_converted_to_the_base_dtype(device: str, exponent: int,
+                                                          dtype: str) -> None:
+    check = same_result if (dtype, exponent) == ("int32", 300) else same_error
+    check(lambda L, d: L.ones(2, dtype=getattr(L, dtype), device=d) ** exponent, device)
+    check(lambda L, d: L.ones(2, dtype=getattr(L, dtype), device=d).pow_(exponent), device)
+
+
+def test_histc_16_bit_range_past_the_dtype_raises(device: str) -> None:
+    same_error(lambda L, d: L.histc(t(L, d, 65504.0, "float16"), bins=4), device)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool"])
+def test_logit_in_place_on_integers_raises(device: str, dtype: str) -> None:
+    same_error(lambda L, d: L.ones(2, dtype=getattr(L, dtype), device=d).logit_(), device)
+
+
+def test_pow_takes_pytorchs_keywords(device: str) -> None:
+    def x(L: Any, d: str) -> Any:
+        return t(L, d, [0j, 2 + 0j])
+    same_parts(lambda L, d: L.pow(x(L, d), exponent=0), device)
+    same_parts(lambda L, d: L.pow(input=x(L, d), exponent=2), device)
+    same_parts(lambda L, d: x(L, d).pow(exponent=0), device)
+    same_parts(lambda L, d: x(L, d).pow_(exponent=0), device)
+    same_result(lambda L, d: L.pow(self=2, exponent=t(L, d, [1.0, 2.0])), device)
+    with pytest.raises(TypeError):   # (PyTorch's message lists its overloads)
+        gt.pow(x(gt, device), foo=2)
