@@ -171,9 +171,10 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 @op()
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2^input + 2^other), without overflow."""
-    if not isinstance(other, Tensor):
-        raise TypeError(f"logaddexp2(): argument 'other' (position 2) must be Tensor, not "
-                        f"{type(other).__name__}")
+    for i, (x, name) in enumerate(((input, "input"), (other, "other"))):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"logaddexp2(): argument '{name}' (position {i + 1}) must be Tensor, "
+                            f"not {type(x).__name__}")
     dt = result_type(input, other)
     if dt.category <= D.INTEGRAL or dt.is_complex:   # PyTorch's kernel has only real floats
         raise NotImplementedError(f"\"logaddexp2_{input.device.type}\" not implemented for "

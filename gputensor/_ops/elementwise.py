@@ -7,7 +7,7 @@ compile the expression (Numba on the CPU, CUDA C on the GPU).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -237,6 +237,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
     refuses_complex_inplace = op.name == "abs"  # a real result cannot replace complex values
+    tensor_operands = op.tensor_operands
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
@@ -296,6 +297,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             args, params = _bind_params(op, args, kwargs)
         else:
             params = default_params
+        if tensor_operands:
+            _check_tensor_operands(op.name, args)
         t0 = args[0]
         if out is None and not hook.active and isinstance(t0, Tensor):
             # Fast path: tensors (or Parameters) of one dtype, shape and device, and Python
@@ -366,6 +369,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             inputs, params = _bind_params(op, (self, *args), kwargs)
         else:
             inputs, params = (self, *args), default_params
+        if tensor_operands:
+            _check_tensor_operands(op.name, inputs)
         return compute_and_run(inputs, params, None, self)
 
     frontend.__name__ = op.name
@@ -383,6 +388,14 @@ def _check_alpha(alpha: Any, dtype: D.dtype) -> None:
     if isinstance(alpha, complex | np.complexfloating) and not dtype.is_complex:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
                            "number.")
+
+
+def _check_tensor_operands(name: str, args: Sequence[Any]) -> None:
+    """PyTorch's TypeError for a Python number where its signature takes only Tensors."""
+    for i, (x, arg) in enumerate(zip(args, ("input", "other", "third"), strict=False)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {i + 1}) must be Tensor, not "
+                            f"{type(x).__name__}")
 
 
 def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
@@ -582,6 +595,7 @@ elementwise("_ldexp_int", "ldexp_int(a, b)", B, method=False, no_complex=True, f
             grad=("g.ldexp(b)", None))
 # log(exp(a) + exp(b)) without overflow (the scalar function has PyTorch's complex form).
 elementwise("logaddexp", "logaddexp(a, b)", B, "float", flops=25, float_only=True,
+            tensor_operands=True, inplace=False,
             grad=("g * cj((a - b).sigmoid())", "g * cj((b - a).sigmoid())"))
 elementwise("xlogy", "0.0 if a == 0 and b == b else a * log(b)", B, "float", flops=20,
             no_complex=True, grad=("masked(g * b.log(), (a != 0) | (b > 0))", "g * a / b"))

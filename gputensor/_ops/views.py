@@ -170,6 +170,8 @@ def _mT(self: Tensor) -> Tensor:
 
 @op(function=False, grad={"self": "sum_to(g, self_shape)"}, jvp="auto_linear")
 def expand(self: Tensor, *sizes: Any) -> Tensor:
+    if not sizes:  # PyTorch's signature requires one (an empty tuple is a valid size)
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = parse_size(sizes)
     nd = self.dim()
     if len(sizes) < nd:

@@ -180,7 +180,7 @@ def _cases(op) -> list[tuple]:
                 strided.append(v.reshape(4, 12)[:, ::2])
         cases.append((f"{dt}-strided", out_dt, compute, strided,
                       lambda s, d: np.empty(s[::-1], d).T, params))
-        if op.arity >= 2 and dt in SCALAR_DTYPES:
+        if op.arity >= 2 and dt in SCALAR_DTYPES and not op.tensor_operands:
             sc = list(flat)
             sc[1] = 3 if dt.category <= D.INTEGRAL else -1.5
             cases.append((f"{dt}-scalar", out_dt, compute, sc, lambda s, d: np.empty(s, d),

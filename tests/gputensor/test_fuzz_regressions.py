@@ -1088,3 +1088,30 @@ def test_pow_takes_pytorchs_keywords(device: str) -> None:
     same_result(lambda L, d: L.pow(self=2, exponent=t(L, d, [1.0, 2.0])), device)
     with pytest.raises(TypeError):   # (PyTorch's message lists its overloads)
         gt.pow(x(gt, device), foo=2)
+
+
+# -- leniencies: what PyTorch's signatures refuse ----------------------------------------------
+def same_error_type(build: Build, device: str) -> None:
+    """Both raise, the same exception type (the message names the call form: PyTorch's method
+    and function bindings number the arguments differently)."""
+    with pytest.raises(Exception) as want:
+        build(torch, "cpu")
+    with pytest.raises(type(want.value)):
+        build(gt, device)
+
+
+@pytest.mark.parametrize("shape", [(3,), ()])
+def test_expand_without_a_size_raises(device: str, shape: tuple) -> None:
+    same_error(lambda L, d: L.ones(shape, device=d).expand(), device)
+    same_result(lambda L, d: L.ones((), device=d).expand(()), device)
+    same_error_type(lambda L, d: L.ones(3, device=d).expand(()), device)
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+def test_logaddexp_refuses_python_numbers_and_has_no_inplace_form(device: str,
+                                                                   name: str) -> None:
+    same_error(lambda L, d: getattr(L, name)(L.ones(2, device=d), 2.0), device)
+    same_error_type(lambda L, d: getattr(L, name)(2.0, L.ones(2, device=d)), device)
+    same_error_type(lambda L, d: getattr(L.ones(2, device=d), name)(2.0), device)
+    same_result(lambda L, d: getattr(L, name)(L.ones(2, device=d), L.zeros(2, device=d)), device)
+    assert hasattr(gt.Tensor, name + "_") == hasattr(torch.Tensor, name + "_")

@@ -266,7 +266,7 @@ def _broadcast_to(seq: Tensor, shape: tuple[int, ...]) -> Tensor:
         if b not in (a, 1):
             raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
                                f"({b}) at non-singleton dimension {len(shape) - back}")
-    return seq.expand(*shape)
+    return seq.expand(shape)
 
 
 def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False,

@@ -345,7 +345,7 @@ def _as_f64(x: Tensor, shape: tuple[int, ...]) -> Tensor:
     """A tensor parameter as contiguous float64 broadcast to ``shape`` (device ops only)."""
     t = x if x.dtype is D.float64 else x.to(D.float64)
     if tuple(t._shape) != tuple(shape):
-        t = t.expand(*shape)
+        t = t.expand(shape)
     return t.contiguous()
 
 
