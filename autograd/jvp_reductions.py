@@ -133,7 +133,7 @@ def logcumsumexp_jvp(input: Any, input_t: Any, out: Any, dim: int) -> Any:
     import gputensor as gt
     if input.dim() == 0:
         return input_t
-    top = input.amax(dim, keepdim=True)
+    top = (input.real if input.is_complex() else input).amax(dim, keepdim=True)
     top = gt.where(top.isfinite(), top, gt.zeros_like(top))
     weights = (input - top).exp()
     return (weights * input_t).cumsum(dim) / weights.cumsum(dim)

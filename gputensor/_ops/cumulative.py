@@ -134,6 +134,10 @@ def _logcumsumexp_grad(g: Tensor, input: Tensor, out: Tensor, dim: int) -> Tenso
     if input.dim() == 0:
         return g
     d = normalize_dim(dim, input.dim())
+    if input.dtype.is_complex:
+        # holomorphic: d out_i / d x_j = exp(x_j - out_i), so the gradient is conj(exp(x_j))
+        # times the reverse cumulative sum of g_i conj(exp(-out_i)) (PyTorch's convention)
+        return (g * (-out).exp().conj()).flip(d).cumsum(d).flip(d) * input.exp().conj()
     scan = OPS["logcumsumexp"].frontend
 
     def reverse_scan(t: Tensor) -> Tensor:
@@ -152,10 +156,11 @@ def _logcumsumexp_grad(g: Tensor, input: Tensor, out: Tensor, dim: int) -> Tenso
     jvp="logcumsumexp_jvp(input, input_t, out, dim)")
 def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tensor:
     """log(cumsum(exp(input))) along ``dim``, each step a stable logaddexp (a -inf input adds
-    nothing; a NaN makes the rest of its slice NaN)."""
+    nothing; a NaN makes the rest of its slice NaN; complex inputs step by logaddexp's complex
+    form, as PyTorch's kernel does)."""
     x = input.reshape(1) if input.dim() == 0 else input
     d = normalize_dim(dim, x.dim())    # the dim before the dtype, as in PyTorch
-    if not input.dtype.is_floating_point:
+    if not input.dtype.is_floating_point and not input.dtype.is_complex:
         raise _not_implemented(f"logcumsumexp_out_{input.device.type}", input)
     # Half types accumulate in float32 (one rounding at the end, not one per round).
     work = x.float() if input.dtype.itemsize == 2 else x

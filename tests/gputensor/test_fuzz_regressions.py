@@ -1115,3 +1115,29 @@ def test_logaddexp_refuses_python_numbers_and_has_no_inplace_form(device: str,
     same_error_type(lambda L, d: getattr(L.ones(2, device=d), name)(2.0), device)
     same_result(lambda L, d: getattr(L, name)(L.ones(2, device=d), L.zeros(2, device=d)), device)
     assert hasattr(gt.Tensor, name + "_") == hasattr(torch.Tensor, name + "_")
+
+
+# -- gaps ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape, dim", [((7,), 0), ((3, 5), 1), ((4, 3), 0), ((), 0), ((0, 3), 1)])
+def test_complex_logcumsumexp(device: str, dtype: str, shape: tuple, dim: int) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape) * 3 + 1j * rng.standard_normal(shape) * 2
+    if x.size > 3:
+        x.flat[2], x.flat[3] = complex(-INF, 0), complex(INF, 1.0)
+    same_result(lambda L, d: L.logcumsumexp(t(L, d, x, dtype), dim), device, rtol=1e-5, atol=1e-5)
+
+
+def test_complex_logcumsumexp_gradients(device: str) -> None:
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    g = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+
+    def grad(L: Any, d: str) -> Any:
+        xt = t(L, d, x).requires_grad_()
+        L.logcumsumexp(xt, 1).backward(t(L, d, g))
+        return xt.grad.resolve_conj()
+    same_result(grad, device, rtol=1e-9, atol=1e-9)
+    assert gt.autograd.gradcheck(lambda v: gt.logcumsumexp(v, 1),
+                                 (gt.tensor(x, device=device, requires_grad=True),),
+                                 check_forward_ad=True)
