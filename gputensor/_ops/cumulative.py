@@ -11,6 +11,7 @@ the first finite one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -167,6 +168,8 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
     (result,) = _log_step_scan((work,), d, lambda e, lt: (gt.logaddexp(e[0], lt[0]),))
     if result is x:  # fewer than two elements per slice: nothing was combined
         result = x.clone()
+    if input.dtype.is_complex:  # a NaN part makes the element NaN+NaNj (PyTorch's helper),
+        result = gt.where(result.isnan(), complex(math.nan, math.nan), result)  # the first too
     result = result.to(input.dtype).reshape(input.shape)
     if out is None:
         return result

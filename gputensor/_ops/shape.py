@@ -1041,6 +1041,8 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0 and prepend is None and append is None:
+        return input.clone()  # PyTorch returns before it looks at dim
     d = normalize_dim(dim, input.dim())
     for t in (prepend, append):
         if t is not None:

@@ -159,6 +159,8 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): self ({input.dtype.legacy_name}) and source "
                            f"({source.dtype.legacy_name}) must have the same scalar type")
     check_index_source("index_reduce_", input, d, index, source)
+    if index.numel() and _dim_size(input, d) == 0:  # PyTorch's kernel selects a slice first
+        _check_bounds(index, 0, d)
     if input.dtype is D.bool or input.is_complex():   # before the index range, as in PyTorch
         raise NotImplementedError(f'"index_func_" not implemented for '
                                   f"'{input.dtype.legacy_name}'")

@@ -880,13 +880,18 @@ _SOFTMAX_ROW = {
             inv = scratch[r]
             for k in range(K):
                 orow[k] *= inv""",
+    # log_softmax stores x - max before subtracting the log-sum: in one expression the
+    # 'reassoc' flag let LLVM turn (x - m) - lse into x - (m + lse), which loses lse next to a
+    # large m (log_softmax of [-1e10, -1e10] gave 0, not -log 2)
     True: """\
             for k in range(K):
-                acc += fast_exp(xr[k] - m)
+                d = xr[k] - m
+                orow[k] = d
+                acc += fast_exp(d)
             scratch[r] = np.log(acc)
             lse = scratch[r]
             for k in range(K):
-                orow[k] = (xr[k] - m) - lse""",
+                orow[k] = orow[k] - lse""",
 }
 _SOFTMAX_COL = {
     False: """\
@@ -906,15 +911,17 @@ _SOFTMAX_COL = {
     True: """\
         for k in range(K):
             xr = x[b + k * I:b + k * I + n]
+            orow = out[b + k * I:b + k * I + n]
             for i in range(n):
-                ar[i] += fast_exp(xr[i] - mr[i])
+                d = xr[i] - mr[i]
+                orow[i] = d
+                ar[i] += fast_exp(d)
         for i in range(n):
             ar[i] = np.log(ar[i])
         for k in range(K):
-            xr = x[b + k * I:b + k * I + n]
             orow = out[b + k * I:b + k * I + n]
             for i in range(n):
-                orow[i] = (xr[i] - mr[i]) - ar[i]""",
+                orow[i] = orow[i] - ar[i]""",
 }
 _SOFTMAX_CACHE: dict[tuple[bool, bool], object] = {}
 

@@ -1141,3 +1141,31 @@ def test_complex_logcumsumexp_gradients(device: str) -> None:
     assert gt.autograd.gradcheck(lambda v: gt.logcumsumexp(v, 1),
                                  (gt.tensor(x, device=device, requires_grad=True),),
                                  check_forward_ad=True)
+
+
+# -- seed 404 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_log_softmax_keeps_the_log_sum_next_to_a_large_max(device: str, dtype: str) -> None:
+    for data in ([-1e30, -1e30], [-1e10, -1e10], [[-1e10], [-1e10]]):
+        for dim in (0, -1):
+            same_result(lambda L, d, x=data, k=dim: L.log_softmax(t(L, d, x, dtype), k),
+                        device)
+    same_result(lambda L, d: L.log_softmax(t(L, d, [-1e30], dtype).expand(2), 0), device)
+
+
+def test_diff_of_order_zero_ignores_dim(device: str) -> None:
+    same_result(lambda L, d: L.diff(t(L, d, [True]), n=0, dim=1), device)
+    same_result(lambda L, d: L.diff(L.ones(2, 3, device=d), n=0, dim=7), device)
+    same_error_type(lambda L, d: L.diff(L.ones(2, 3, device=d), n=0, dim=7,
+                                         prepend=L.ones(2, 3, device=d)), device)
+
+
+def test_index_reduce_into_an_empty_dim_checks_the_index_first(device: str) -> None:
+    same_error_type(lambda L, d: L.index_reduce(
+        L.zeros((0, 0), dtype=L.bool, device=d), 0, t(L, d, [-2]),
+        L.zeros((1, 0), dtype=L.bool, device=d), "prod"), device)
+
+
+def test_complex_logcumsumexp_nan_parts(device: str) -> None:
+    for data in ([complex(NAN, 0.47), 3 - 1.12j, -3 + 1.8j], [3 - 1.12j, complex(1, NAN), 2j]):
+        same_result(lambda L, d, x=data: L.logcumsumexp(t(L, d, x, "complex64"), 0), device)
