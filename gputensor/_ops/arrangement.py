@@ -164,8 +164,7 @@ def positive(input: Tensor) -> Tensor:
 @op(method=False)
 def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
     """``other - alpha * input``."""
-    return gt.sub(other, input, alpha=alpha) if isinstance(other, Tensor) else \
-        gt.sub(gt.as_tensor(other, device=input.device), input, alpha=alpha)
+    return gt.sub(other, input, alpha=alpha)  # a Python number stays a weakly typed scalar
 
 
 @op()

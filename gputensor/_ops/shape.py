@@ -586,10 +586,12 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
                    out: Tensor | None = None) -> Tensor:
     """Gather along ``dim`` after broadcasting input and indices (flattened when dim is None)."""
     _check_tensor(indices, "indices", "take_along_dim")
+    if dim is None:  # as in PyTorch, gather checks the index dtype here: int32 passes
+        return gather(reshape(input, -1), 0, reshape(indices, -1), out=out)
     _check_index_dtype(indices, "take_along_dim(): dtype of indices should be Long but got "
                        "{dtype}", long_only=True)
-    if dim is None:
-        return gather(reshape(input, -1), 0, reshape(indices, -1), out=out)
+    if input.dim() == 0:  # PyTorch wraps no dim here, not even 0 or -1
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = normalize_dim(dim, input.dim())
     if input.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim(): input and indices should have the same number "

@@ -239,6 +239,10 @@ INTENDED: list[Intended] = [
              "skips the check when there is nothing to add)",
              lambda c, d: c.name in ("index_add", "index_copy")
              and (0 in c.args[3].shape or 0 in c.args[0].shape)),
+    Intended("take_along_dim", "mismatch", r"raises IndexError: index .* out of bounds.*torch "
+             "works", "PyTorch's take_along_dim does not range-check an index along dim: past a "
+             "size-1 dim it reads the input broadcast to the index's size, past a strided "
+             "view a wrong element ([1., 2., 3., 4.][::2] at index 2 gave 1.); gputensor raises"),
     Intended("index_reduce", "mismatch", r"raises IndexError: index .* out of bounds.*torch "
              r"RuntimeError: setStorage", "an out-of-range index raises IndexError; PyTorch's "
              "CPU index_reduce does not check it and fails later in setStorage"),

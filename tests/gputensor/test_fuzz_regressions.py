@@ -1169,3 +1169,18 @@ def test_index_reduce_into_an_empty_dim_checks_the_index_first(device: str) -> N
 def test_complex_logcumsumexp_nan_parts(device: str) -> None:
     for data in ([complex(NAN, 0.47), 3 - 1.12j, -3 + 1.8j], [3 - 1.12j, complex(1, NAN), 2j]):
         same_result(lambda L, d, x=data: L.logcumsumexp(t(L, d, x, "complex64"), 0), device)
+
+
+# -- seed 505 ------------------------------------------------------------------------------------
+def test_rsub_keeps_a_python_number_weak(device: str) -> None:
+    same_result(lambda L, d: L.rsub(t(L, d, 0.0, "float16"), 0.5), device)
+    same_result(lambda L, d: L.rsub(t(L, d, [1.0, 2.0], "float16"), 0.5, alpha=2), device)
+    same_result(lambda L, d: L.rsub(t(L, d, [1, 2]), 3), device)
+
+
+def test_take_along_dim_takes_int32_indices_without_dim(device: str) -> None:
+    same_result(lambda L, d: L.take_along_dim(t(L, d, [1.0, 2.0]), t(L, d, [1], "int32")), device)
+    same_result(lambda L, d: L.take_along_dim(t(L, d, True), t(L, d, [], "int32")), device)
+    same_error(lambda L, d: L.take_along_dim(t(L, d, [1.0, 2.0]), t(L, d, [0.0])), device)
+    same_error_type(lambda L, d: L.take_along_dim(L.ones(2, 3, device=d),
+                                                  t(L, d, [[0, 2, 1]], "int32"), 1), device)
