@@ -103,9 +103,11 @@ template <class T> __device__ __forceinline__ bool isfinite(complex<T> a) {
 template <class T> __device__ __forceinline__ T angle(complex<T> a) {
     return ::atan2(a.im, a.re);
 }
-// sgn(z) = z / |z|, and 0 at 0 (PyTorch's sgn).
+// sgn(z) = z / |z|, and 0 at 0 (PyTorch's sgn). A non-finite z gives NaN + NaN i, as PyTorch's
+// complex division by |z| does (r - r is NaN for an infinite or NaN r, 0 otherwise).
 template <class T> __device__ __forceinline__ complex<T> sign(complex<T> a) {
     const T r = pyabs(a);
+    if (r - r != T(0)) return complex<T>(r - r, r - r);
     return r == 0 ? complex<T>(0, 0) : complex<T>(a.re / r, a.im / r);
 }
 template <class T, class P>

@@ -1184,3 +1184,11 @@ def test_take_along_dim_takes_int32_indices_without_dim(device: str) -> None:
     same_error(lambda L, d: L.take_along_dim(t(L, d, [1.0, 2.0]), t(L, d, [0.0])), device)
     same_error_type(lambda L, d: L.take_along_dim(L.ones(2, 3, device=d),
                                                   t(L, d, [[0, 2, 1]], "int32"), 1), device)
+
+
+# -- seed 606 ------------------------------------------------------------------------------------
+def test_sgn_of_non_finite_complex_is_nan(device: str) -> None:
+    data = [complex(-INF, -0.96), complex(INF, 0), complex(INF, INF), complex(1, INF),
+            complex(NAN, 1), 3 + 4j, 0j]
+    for dtype in ("complex64", "complex128"):
+        same_result(lambda L, d, dt=dtype: L.sgn(t(L, d, data, dt)), device)
