@@ -237,6 +237,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
     refuses_complex_inplace = op.name == "abs"  # a real result cannot replace complex values
+    # PyTorch's nan_to_num_ returns an integer or bool tensor untouched, before any check
+    integral_noop_inplace = op.name == "nan_to_num"
     tensor_operands = op.tensor_operands
 
     def load_kernel(device_type: str) -> Callable:
@@ -344,6 +346,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                 return result
         if refuses_complex_inplace and self._dtype.is_complex:
             raise RuntimeError(f"In-place {op.name} is not supported for complex tensors.")
+        if integral_noop_inplace and self._dtype.category <= D.INTEGRAL:
+            return self
         if needs_graph(self, args, kwargs):
             if self._sparse:   # a sparse tensor takes the new entries and the history
                 from gputensor.sparse._autograd_inplace import apply_sparse_inplace

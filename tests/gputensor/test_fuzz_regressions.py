@@ -1192,3 +1192,13 @@ def test_sgn_of_non_finite_complex_is_nan(device: str) -> None:
             complex(NAN, 1), 3 + 4j, 0j]
     for dtype in ("complex64", "complex128"):
         same_result(lambda L, d, dt=dtype: L.sgn(t(L, d, data, dt)), device)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "uint8"])
+def test_nan_to_num_in_place_leaves_integers_untouched(device: str, dtype: str) -> None:
+    def run(L: Any, d: str) -> Any:
+        x = t(L, d, [1], dtype).expand(2)   # an overlapping target: nothing is written
+        return x.nan_to_num_().clone()
+    same_result(run, device)
+    same_result(lambda L, d: t(L, d, [0, 1], dtype).nan_to_num_(nan=2.0), device)
+    same_error_type(lambda L, d: t(L, d, [1.0]).expand(2).nan_to_num_(), device)
