@@ -65,6 +65,7 @@ class OpDef:
     no_complex: bool = False          # complex operands refused
     float_only: bool = False          # integer and bool operands refused
     tensor_operands: bool = False     # Python-number operands refused (a Tensor-only signature)
+    inplace_integral_noop: bool = False  # in-place on integer/bool: self untouched, unchecked
     reject_bool_operands: bool = False  # any bool operand refused, even if promotion allows
     int_div: bool = False             # integer division: a zero divisor raises
     int_pow: bool = False             # integer power: a negative Python-int exponent raises

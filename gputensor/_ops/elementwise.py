@@ -237,8 +237,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     resolve_params, int_identity = op.resolve_params, op.int_identity
     checks_alpha = op.name in ("add", "sub")
     refuses_complex_inplace = op.name == "abs"  # a real result cannot replace complex values
-    # PyTorch's nan_to_num_ returns an integer or bool tensor untouched, before any check
-    integral_noop_inplace = op.name == "nan_to_num"
+    integral_noop_inplace = op.inplace_integral_noop
     tensor_operands = op.tensor_operands
 
     def load_kernel(device_type: str) -> Callable:
@@ -666,6 +665,7 @@ def _nan_to_num_defaults(params: tuple, compute: D.dtype) -> tuple:
 
 elementwise("nan_to_num", "nan_to_num(a, nan, posinf, neginf)", params=("nan", "posinf",
             "neginf"), defaults={"nan": 0.0}, resolve_params=_nan_to_num_defaults,
+            inplace_integral_noop=True,  # PyTorch's nan_to_num_ returns such tensors first
             grad=("masked(g, a.isfinite())",))
 
 # -- transcendental (integers compute in the default float dtype) -------------------------------

@@ -55,8 +55,9 @@ def _engines() -> tuple[ModuleType, Any]:
     return scipy.fft, pypocketfft
 
 
-def _workers(out: Tensor) -> int:
-    return 1 if out.numel() < _PARALLEL_MIN else max(1, numba.get_num_threads())
+def _workers(points: int) -> int:
+    """pocketfft's threads for a transform of ``points`` values (see the module docstring)."""
+    return 1 if points < _PARALLEL_MIN else max(1, numba.get_num_threads())
 
 
 @CPU.register("_fft_c2c")
@@ -64,13 +65,13 @@ def fft_c2c(out: Tensor, x: Tensor, dim: Sequence[int], normalization: int,
             forward: bool) -> None:
     sfft, pocketfft = _engines()
     if pocketfft is not None:
-        pocketfft.c2c(x._host, dim, forward, normalization, out._host, _workers(out))
+        pocketfft.c2c(x._host, dim, forward, normalization, out._host, _workers(out.numel()))
     elif forward:
         out._host[...] = sfft.fftn(x._host, axes=dim, norm=FORWARD_NORM[normalization],
-                                        workers=_workers(out))
+                                        workers=_workers(out.numel()))
     else:
         out._host[...] = sfft.ifftn(x._host, axes=dim, norm=INVERSE_NORM[normalization],
-                                         workers=_workers(out))
+                                         workers=_workers(out.numel()))
 
 
 @CPU.register("_fft_r2c")
@@ -78,11 +79,11 @@ def fft_r2c(out: Tensor, x: Tensor, dim: Sequence[int], normalization: int,
             onesided: bool) -> None:
     sfft, pocketfft = _engines()
     if onesided and pocketfft is not None:
-        pocketfft.r2c(x._host, dim, True, normalization, out._host, _workers(out))
+        pocketfft.r2c(x._host, dim, True, normalization, out._host, _workers(out.numel()))
         return
     transform = sfft.rfftn if onesided else sfft.fftn
     out._host[...] = transform(x._host, axes=dim, norm=FORWARD_NORM[normalization],
-                               workers=_workers(out))
+                               workers=_workers(out.numel()))
 
 
 @CPU.register("_fft_c2r")
@@ -91,11 +92,11 @@ def fft_c2r(out: Tensor, x: Tensor, dim: Sequence[int], normalization: int,
     sfft, pocketfft = _engines()
     if pocketfft is not None:
         pocketfft.c2r(x._host, dim, last_dim_size, False, normalization, out._host,
-                       _workers(out))
+                       _workers(out.numel()))
         return
     shape = [out._shape[d] for d in dim]
-    out._host[...] = sfft.irfftn(x._host, s=shape, axes=dim,
-                                      norm=INVERSE_NORM[normalization], workers=_workers(out))
+    out._host[...] = sfft.irfftn(x._host, s=shape, axes=dim, norm=INVERSE_NORM[normalization],
+                                 workers=_workers(out.numel()))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -132,10 +133,10 @@ def stft_r2c(out: Tensor, x: Tensor, window: Tensor, hop_length: int, pad: int,
     _window_frames(xh, w, pad, hop_length, frames)
     sfft, pocketfft = _engines()
     if pocketfft is not None:
-        pocketfft.r2c(frames, (2,), True, normalization, out._host, _workers(out))
+        pocketfft.r2c(frames, (2,), True, normalization, out._host, _workers(out.numel()))
     else:
         out._host[...] = sfft.rfft(frames, axis=2, norm=FORWARD_NORM[normalization],
-                                   workers=_workers(out))
+                                   workers=_workers(out.numel()))
 
 
 @njit(cache=True, error_model="numpy", boundscheck=False)
@@ -182,7 +183,7 @@ def istft_c2r(out: Tensor, x: Tensor, window: Tensor, hop_length: int, start: in
     frames = np.empty((xh.shape[0], xh.shape[2], n_fft), out._dtype.np_dtype)
     sfft, pocketfft = _engines()
     spectra = xh.transpose(0, 2, 1)
-    workers = 1 if frames.size < _PARALLEL_MIN else max(1, numba.get_num_threads())
+    workers = _workers(frames.size)
     if pocketfft is not None:
         pocketfft.c2r(spectra, (2,), n_fft, False, normalization, frames, workers)
     else:

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from .lapack import _lapack, _on_host, _register_cpu
+from .lapack import BLAS_PREFIX, _lapack, _on_host, _register_cpu
 
 KERNELS: dict[str, Callable[..., None]] = {}
 
-_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 _BLOCK = 64  # workspace columns per row of C for ormqr's blocked algorithm
 
 
@@ -41,7 +40,7 @@ def geqrf(lib: Any, outs: list, ins: list) -> None:
             qr[i], tau[i], _, _ = fn(a[i])
         return
     xp, solver = lib.xp, lib.cusolver
-    prefix, handle = _PREFIX[a.dtype.name], lib.device.get_cusolver_handle()
+    prefix, handle = BLAS_PREFIX[a.dtype.name], lib.device.get_cusolver_handle()
     m, n = a.shape[-2:]
     for i in np.ndindex(*a.shape[:-2]):
         f = a[i].copy(order="F")  # cuSOLVER factors in place, column-major
@@ -74,7 +73,7 @@ def ormqr(lib: Any, outs: list, ins: list, left: bool, transpose: bool) -> None:
             out[i], _, _ = fn(side, trans, a[i][:, :k], tau[i], c[i], lwork)
         return
     xp, solver = lib.xp, lib.cusolver
-    name = f"{_PREFIX[a.dtype.name]}{'unmqr' if cplx else 'ormqr'}"
+    name = f"{BLAS_PREFIX[a.dtype.name]}{'unmqr' if cplx else 'ormqr'}"
     handle = lib.device.get_cusolver_handle()
     side = 0 if left else 1  # cublasSideMode_t
     trans = (2 if cplx else 1) if transpose else 0  # cublasOperation_t: N, T, C

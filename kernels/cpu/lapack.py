@@ -63,6 +63,10 @@ def _large(a: np.ndarray) -> bool:
     return a.shape[-1] >= _LARGE or a.shape[-2] >= _LARGE
 
 
+# BLAS/LAPACK/cuSOLVER routine prefix of each dtype (sgetrf, dgetrf, cgetrf, zgetrf)
+BLAS_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
 def _first_failure(bad: Any, xp: Any) -> Any:
     """1-based index of the first True along the last dim, 0 where there is none (int32)."""
     n = bad.shape[-1]
@@ -111,7 +115,7 @@ def _lu_solve_cuda(lib: Any, a: Any, b: Any | None) -> tuple[Any, Any]:
         rhs = _column_major(xp, xp.broadcast_to(b, a.shape[:-2] + b.shape[-2:]), n,
                             b.shape[-1])
     piv = xp.empty((count, n), xp.int32)
-    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[a.dtype.name]
+    prefix = BLAS_PREFIX[a.dtype.name]
     if n > _BATCHED_LU_MAX:
         _lu_solve_each(lib, prefix, lu, piv, rhs)
         return rhs, _first_failure(_diag(lu, xp) == 0, xp)
@@ -453,7 +457,7 @@ def ldl_factor(lib: Any, outs: list, ins: list, hermitian: bool) -> None:
 
 def _ldl_factor_cusolver(lib: Any, ld: Any, piv: Any, info: Any, a: Any) -> None:
     xp, solver = lib.xp, lib.cusolver
-    prefix = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}[a.dtype.name]
+    prefix = BLAS_PREFIX[a.dtype.name]
     handle = lib.device.get_cusolver_handle()
     n = a.shape[-1]
     for i in np.ndindex(*a.shape[:-2]):

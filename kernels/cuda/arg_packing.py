@@ -10,6 +10,8 @@ a float overflowing float32 / float16), sending the launch down the checked path
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from .runtime import BFLOAT16, SCALAR_DTYPES, Param
@@ -61,7 +63,7 @@ def cuda_format(params: tuple[Param, ...], exact: bool) -> str:
     fmt, offset = "<", 0
     for p in params:
         c = code(p, exact)
-        size = 8 if c in "qQd" else 4 if c in "iIf" else 2 if c in "hHe" else 1
+        size = struct.calcsize(c)
         pad = -offset % size
         fmt += "x" * pad + c
         offset += pad + size

@@ -295,7 +295,6 @@ class PackedArgs:
         self.fill = _filler(kernel, params, buf, fast.pack_into, exact.pack_into, convert)
 
 
-
 def packed_values(params: tuple[Param, ...], raw: bytes) -> tuple:
     """The values a parameter buffer holds (what the kernel receives) as NumPy scalars of the
     parameters' types (16-bit floats as their bit patterns): for tests, against a stand-in

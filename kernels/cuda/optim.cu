@@ -1,5 +1,5 @@
 // Fused optimizer steps: one launch per parameter tensor updates it and its state together;
-// Adam/AdamW also updates a whole list in ONE launch (adam_multi).
+// Adam/AdamW updates a whole list in ONE launch (adam_multi).
 //
 // Each element follows kernels/cpu/optim.py (itself PyTorch's single-tensor rule) operation
 // for operation, in the parameter's dtype T (float32 or float64) with the hyper-parameters

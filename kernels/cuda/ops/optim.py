@@ -3,11 +3,11 @@ kernels' names and signatures (kernels/cpu/optim.py): ``_fused_adam``, ``_fused_
 ``_fused_adagrad``.
 
 One launch per parameter tensor, except Adam/AdamW: the parameters of one dtype that share
-a step count (all of them, in training) update in ONE launch, the tensors described by a table
-of addresses in device memory (each tensor's launch costs the host ~20 us on an H200, and a
-small model's optimizer step is dozens of them). The hyper-parameters are computed exactly as
-the CPU kernels compute them (Python float arithmetic, then rounded to the parameter's dtype)
-and passed as scalars of that dtype, so the two backends give the same bits.
+a step count (all of them, in training) update in ONE launch (a lone tensor too), the tensors
+described by a table of addresses in device memory (each tensor's launch costs the host ~20 us
+on an H200, and a small model's optimizer step is dozens of them). The hyper-parameters are
+computed exactly as the CPU kernels compute them (Python float arithmetic, then rounded to the
+parameter's dtype) and passed as scalars of that dtype, so the two backends give the same bits.
 The caller (gputensor/optim) guarantees contiguous float32 or float64 tensors of one dtype on
 one device.
 """
@@ -26,12 +26,6 @@ from ..device import CudaSource, DeviceArray, constant_array, grid_for, launch, 
 
 SRC = CudaSource("optim.cu")
 _V = [{"s": "f32", "T": "float"}, {"s": "f64", "T": "double"}]
-SRC.instantiate(
-    "optim_adam_{s}",
-    "{T}* p, const {T}* g, {T}* m, {T}* v, {T}* mx, {T} c0, {T} c1, {T} c2, {T} c3, {T} c4, "
-    "{T} c5, {T} c6, {T} c7, {T} c8, int neg, int amsgrad, long long n",
-    "gtoptim::adam<{T}>(p, g, m, v, mx, c0, c1, c2, c3, c4, c5, c6, c7, c8, neg, amsgrad, n)",
-    _V)
 SRC.instantiate(
     "optim_sgd_{s}",
     "{T}* p, const {T}* g, {T}* b, {T} c0, {T} c1, {T} c2, {T} c3, int neg, int has_momentum, "
@@ -90,13 +84,6 @@ def fused_adam(params: Sequence[Tensor], grads: Sequence[Tensor], exp_avgs: Sequ
     flags = [np.int32(maximize), np.int32(amsgrad)]
     for (kind, step), members in groups.items():
         c = consts[kind, step]
-        if len(members) == 1:
-            i = members[0]
-            mx = max_exp_avg_sqs[i] if amsgrad else None
-            launch(SRC, f"optim_adam_{kind}", grid_for(params[i].numel()), 256,
-                   [params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], mx, *c, *flags,
-                    np.int64(params[i].numel())])
-            continue
         for start in range(0, len(members), MAX_TENSORS):
             chunk = members[start:start + MAX_TENSORS]
             launch(SRC, f"optim_adam_multi_{kind}",
