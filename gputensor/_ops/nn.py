@@ -47,12 +47,14 @@ def _affine_list(tensors: list[Tensor]) -> tuple[Tensor, Tensor | None, Tensor |
         (tensors[2] if len(tensors) > 2 else None)
 
 
-def _grad_outputs(like: Tensor, weight: Tensor | None, channels: int
+def _grad_outputs(like: Tensor, weight: Tensor | None, param_shape: tuple[int, ...]
                   ) -> tuple[Tensor, Tensor, Tensor]:
-    """Fresh (grad_input, grad_weight, grad_bias) for a norm's backward kernel."""
+    """Fresh (grad_input, grad_weight, grad_bias) for a norm's backward kernel, the parameter
+    gradients already in ``param_shape``: not views, so the autograd engine may store them as
+    ``.grad`` without a copy (it copies a gradient that is a view)."""
     pdt = weight._dtype if weight is not None else _compute_dtype(like._dtype)
     return (empty(like._shape, like._dtype, like.device),
-            empty((channels,), pdt, like.device), empty((channels,), pdt, like.device))
+            empty(param_shape, pdt, like.device), empty(param_shape, pdt, like.device))
 
 
 # == elementwise pieces ========================================================================
@@ -171,7 +173,7 @@ def _batch_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, sav
     if _needs_graph(grad, input, weight):
         return _batch_norm_backward_composite(grad, input, weight, eps)
     c = input._shape[1]
-    gi, gw, gb = _grad_outputs(input, weight, c)
+    gi, gw, gb = _grad_outputs(input, weight, (c,))
     if not input.numel():
         return gi, gw.zero_(), gb.zero_()
     kernel(input, "_batch_norm_backward")(gi, gw, gb, grad.contiguous(), input.contiguous(),
@@ -240,12 +242,12 @@ def _layer_norm(tensors: list[Tensor], normalized_ndim: int, eps: float
 def _layer_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, mean: Tensor,
                          rstd: Tensor, normalized_ndim: int, eps: float
                          ) -> tuple[Tensor, Tensor, Tensor]:
-    """(grad_input, grad_weight, grad_bias) of layer norm (weight's gradients flattened to the
-    normalized shape by the caller's node); composite when it must be differentiable."""
+    """(grad_input, grad_weight, grad_bias) of layer norm (the last two in the normalized
+    shape); composite when it must be differentiable."""
     if _needs_graph(grad, input, weight):
         return _layer_norm_backward_composite(grad, input, weight, normalized_ndim, eps)
     norm_shape = input._shape[input.dim() - normalized_ndim:]
-    gi, gw, gb = _grad_outputs(input, weight, math.prod(norm_shape))
+    gi, gw, gb = _grad_outputs(input, weight, tuple(norm_shape))
     if input.numel():
         kernel(input, "_layer_norm_backward")(gi, gw, gb, grad.contiguous(),
                                               input.contiguous(), weight, mean, rstd, 1, 1,
@@ -253,7 +255,7 @@ def _layer_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, mea
     else:
         gw.zero_()
         gb.zero_()
-    return gi, gw.view(norm_shape), gb.view(norm_shape)
+    return gi, gw, gb
 
 
 def _layer_norm_backward_composite(g: Tensor, x: Tensor, weight: Tensor | None,
@@ -298,7 +300,7 @@ def _group_norm_backward(grad: Tensor, input: Tensor, weight: Tensor | None, mea
     differentiable."""
     if _needs_graph(grad, input, weight):
         return _group_norm_backward_composite(grad, input, weight, num_groups, eps)
-    gi, gw, gb = _grad_outputs(input, weight, input._shape[1])
+    gi, gw, gb = _grad_outputs(input, weight, (input._shape[1],))
     if not input.numel():
         return gi, gw.zero_(), gb.zero_()
     kernel(input, "_group_norm_backward")(gi, gw, gb, grad.contiguous(), input.contiguous(),
@@ -378,7 +380,9 @@ def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
                scale_grad_by_freq: bool = False) -> Tensor:
     """Rows of ``weight`` (V, D) at integer ``indices``: shape indices.shape + (D,).
     ``padding_idx`` and ``scale_grad_by_freq`` shape the gradient."""
-    if indices.numel():
+    # CUDA's kernel checks each index into the device's error record (raised at the next
+    # synchronising point, as PyTorch's device-side assert): a host check would sync per call.
+    if indices.numel() and weight._storage.device.type != "cuda":
         replayable_check(_embedding_indices_in_range, indices, weight._shape[0])
     out = empty(indices._shape + (weight._shape[1],), weight._dtype, weight.device)
     if out.numel():

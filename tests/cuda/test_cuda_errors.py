@@ -238,3 +238,22 @@ def test_max_pool_backward_reports(mode: str) -> None:
                            ASYNC.format(op="max_pool2d_backward")):
             gt.cuda.synchronize()
     _assert_record_clear()
+
+
+def test_embedding_checks_indices_on_the_device_without_a_host_read(monkeypatch) -> None:
+    """F.embedding on CUDA leaves the index check to its kernel (PyTorch's device-side
+    assert): the call reads nothing back, and the bad index raises at the next sync."""
+    w = gt.ones(4, 2, device="cuda")
+    idx = gt.tensor([1, 7], device="cuda")
+    errors.set_mode("deferred")
+    rt = cuda_device.runtime()
+    reads = []
+    original = rt.memcpy_dtoh
+    monkeypatch.setattr(rt, "memcpy_dtoh", lambda *a, **k: (reads.append(a), original(*a, **k)))
+    gt.nn.functional.embedding(idx, w)
+    assert reads == []
+    monkeypatch.undo()
+    with pytest.raises(IndexError, match="index out of range in self: index 7 with 4 "
+                       "embeddings" + r"[\s\S]*" + ASYNC.format(op="embedding")):
+        gt.cuda.synchronize()
+    _assert_record_clear()

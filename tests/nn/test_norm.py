@@ -218,6 +218,22 @@ def test_layer_norm_module(device):
                                    for n, _ in t_mod.named_parameters()], gt.float32)
 
 
+@pytest.mark.parametrize("cls,shape,param_shape", [
+    (LayerNorm, (2, 3, 4), [3, 4]), (GroupNorm, (2, 4, 3), None), (BatchNorm1d, (5, 4), None)])
+def test_norm_parameter_grads_are_stored_without_a_copy(device, monkeypatch, cls, shape,
+                                                        param_shape):
+    """The fused backward returns the weight and bias gradients as fresh tensors of the
+    parameter's shape (not views), so the engine stores them as ``.grad`` without a copy."""
+    from gputensor.autograd import engine_modes
+
+    mod = cls(param_shape, device=device) if cls is LayerNorm else \
+        cls(2, 4, device=device) if cls is GroupNorm else cls(4, device=device)
+    monkeypatch.setattr(engine_modes, "clone_obey_contract",
+                        lambda g, p: pytest.fail(f"gradient of {tuple(p.shape)} copied"))
+    mod(gt.randn(*shape, device=device, requires_grad=True)).sum().backward()
+    assert mod.weight.grad.shape == mod.weight.shape and mod.bias.grad._base is None
+
+
 def test_layer_norm_errors():
     with pytest.raises(RuntimeError, match=r"Given normalized_shape=\[5\], expected input with "
                                            r"shape \[\*, 5\], but got input of size\[3, 4\]"):
