@@ -13,7 +13,7 @@ from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, kernel, op, tensor_method
 from ._scalar_range import checked_fill_value
-from .shape import _minmax
+from .shape import _minmax, device_checks_indices
 
 
 def _as_index_tensor(idx: Any, device: Any) -> Tensor:
@@ -194,8 +194,10 @@ def _index_in_range(t: Tensor, size: int, d: int) -> bool:
     return lo < 0
 
 
-def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
-    """Out-of-range indices raise before any kernel touches memory."""
+def _check_bounds(base: Tensor, adv: list[Any], *, device_checked: bool = True) -> list[Any]:
+    """Out-of-range indices raise before any kernel touches memory; CUDA indices are left to
+    the index kernels' own check unless ``device_checked`` is False (shape.py's
+    :func:`device_checks_indices`)."""
     tensors = [t for t in adv if t is not None]
     try:
         broadcast_shapes(*(t._shape for t in tensors))
@@ -203,7 +205,7 @@ def _check_bounds(base: Tensor, adv: list[Any]) -> list[Any]:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          "shapes " + ", ".join(str(list(t._shape)) for t in tensors)) from None
     for d, t in enumerate(adv):
-        if t is None or t.numel() == 0:
+        if t is None or t.numel() == 0 or (device_checked and device_checks_indices(t)):
             continue
         replayable_check(_index_in_range, t, base._shape[d], d)
     return adv
@@ -221,7 +223,7 @@ def getitem(self: Tensor, index: Any) -> Tensor:
         return base
     if type(base._dtype) is D._LimitedDtype:  # a gather of the carrier's bits
         from gputensor._limited import gather
-        return gather(base, _check_bounds(base, adv))
+        return gather(base, _check_bounds(base, adv, device_checked=False))
     return kernel(base, "_index")(base, _check_bounds(base, adv))
 
 

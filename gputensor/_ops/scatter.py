@@ -67,7 +67,7 @@ def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | None,
                 else ""
             raise RuntimeError(f"Expected index {list(index._shape)} to be no larger than self "
                                f"{list(self._shape)} apart from dimension {d}{extra}")
-    _check_bounds(index, sshape[d], d, error=RuntimeError)
+    _check_bounds(index, sshape[d], d, error=RuntimeError, device_checked=True)
     return d
 
 
@@ -295,7 +295,7 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
     alpha = _scalar_value(alpha, "index_add")
     if self.dim() <= 1 or (index.numel() and self.numel()):
         alpha = checked_fill_value(alpha, self._dtype)
-    _check_bounds(index, _dim_size(self, d), d, prefix="index_add_(): ")
+    _check_bounds(index, _dim_size(self, d), d, prefix="index_add_(): ", device_checked=True)
     target = self if inplace else clone(self)
     if index.numel():
         kernel(target, "index_add")(target, d, index, source, alpha)
@@ -347,7 +347,7 @@ def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: 
     if index.numel() != _dim_size(source, d):   # (after the slices, as in PyTorch)
         raise IndexError(f"index_copy_(): Number of indices ({index.numel()}) should be equal "
                          f"to source.size(dim) ({_dim_size(source, d)})")
-    _check_bounds(index, _dim_size(self, d), d, prefix="index_copy_(): ")
+    _check_bounds(index, _dim_size(self, d), d, prefix="index_copy_(): ", device_checked=True)
     target = self if inplace else clone(self)
     if index.numel():
         kernel(target, "index_copy")(target, d, index, source)

@@ -103,6 +103,14 @@ def _promote_all(tensors: list[Tensor]) -> D.dtype:
 
 
 # -- validation helpers ------------------------------------------------------------------------
+def device_checks_indices(index: Tensor) -> bool:
+    """Whether the index kernels that ``index`` feeds check it on the device: CUDA's record a
+    bad index in the device's error record (kernels/cuda/errors.py), raised at the next
+    synchronising point as PyTorch's device-side assert, so the frontends skip the host check
+    that would make every gather, scatter and indexing op wait for the GPU."""
+    return index._storage.device.type == "cuda"
+
+
 def _minmax(t: Tensor) -> tuple[Any, Any]:
     """(min, max) of a non-empty tensor as Python numbers."""
     if t._storage.device.type == "cpu" and t.numel() <= 4096:
@@ -120,14 +128,19 @@ def _check_index_dtype(index: Tensor, message: str, *, long_only: bool = False,
 
 
 def _check_bounds(index: Tensor, size: int, dim: int, *, wrap: bool = False,
-                  prefix: str = "", error: type[Exception] = IndexError) -> bool:
+                  prefix: str = "", error: type[Exception] = IndexError,
+                  device_checked: bool = False) -> bool:
     """Raise ``error`` unless every index lies in [0, size) ([-size, size) with ``wrap``);
     gather/scatter raise RuntimeError there, as PyTorch's do.
 
-    Returns whether any index is negative (wraps). A compiled function replays the check.
+    Returns whether any index may be negative (wraps). A compiled function replays the check.
+    ``device_checked``: the op's CUDA kernel checks (and wraps) each index itself, so a CUDA
+    index is not read back here (see :func:`device_checks_indices`).
     """
     if index.numel() == 0:
         return False
+    if device_checked and device_checks_indices(index):
+        return wrap
     return replayable_check(_bounds_outcome, index, size, dim, wrap, prefix, error)
 
 
@@ -495,7 +508,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None =
                            f"{index.numel()} value(s)")
     if index.numel() and input.dim() > 1 and not input._shape[d]:   # PyTorch's n-d check
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
-    _check_bounds(index, _dim_size(input, d), d, prefix="index_select(): ")
+    _check_bounds(index, _dim_size(input, d), d, prefix="index_select(): ", device_checked=True)
     shape = input._shape[:d] + (index.numel(),) + input._shape[d + 1:] if input.dim() else ()
     if out is not None and out.dtype is not input.dtype:
         raise RuntimeError("index_select(): self and result must have the same scalar type")
@@ -536,7 +549,7 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     d = normalize_dim(dim, input.dim())
     if index.numel():
         _check_gather_shapes(input, d, index)
-        _check_bounds(index, _dim_size(input, d), d, error=RuntimeError)
+        _check_bounds(index, _dim_size(input, d), d, error=RuntimeError, device_checked=True)
     result = _alloc(out, index._shape, input.dtype, dev, "gather")
     if result.numel():
         kernel(result, "gather")(result, input, d, index)
@@ -564,7 +577,8 @@ def take(input: Tensor, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     n = input.numel()
     if n == 0 and index.numel():
         raise IndexError("take(): tried to take from an empty tensor")
-    _check_bounds(index, n, 0, wrap=True, prefix="take(): (on the flattened input) ")
+    _check_bounds(index, n, 0, wrap=True, prefix="take(): (on the flattened input) ",
+                  device_checked=True)
     result = _alloc(out, index._shape, input.dtype, dev, "take")
     if result.numel():
         kernel(result, "take")(result, input, index)

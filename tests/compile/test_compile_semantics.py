@@ -342,7 +342,8 @@ def test_reduce_overhead_replays_cuda_graphs() -> None:
         m.zero_grad()
     (graph,) = _graphs(cm)
     assert graph.forward.cuda_graph is not None and graph.backward.cuda_graph is not None
-    # A program with a host-side check (embedding bounds) keeps the step replay.
+    # Embedding's index check runs on the device (no host read): it replays as a CUDA graph,
+    # and a bad index raises after the replay that recorded it.
     emb = nn.Embedding(6, 3).cuda()
     f = gt.compile(lambda i: emb(i) * 2, mode="reduce-overhead")
     for k in range(3):
@@ -350,6 +351,17 @@ def test_reduce_overhead_replays_cuda_graphs() -> None:
         np.testing.assert_array_equal(f(i).detach().cpu().numpy(),
                                       (emb(i) * 2).detach().cpu().numpy())
     (graph,) = _graphs(f)
+    assert graph.forward.cuda_graph is not None
+    with pytest.raises(IndexError, match="index out of range in self: index 6 with 6"):
+        f(gt.tensor([0, 6], device="cuda")).cpu()
+    # A program with a host-side check (index_fill's index range) keeps the step replay.
+    g = gt.compile(lambda x, i: x.index_fill(0, i, 2.0) * 2, mode="reduce-overhead")
+    x = gt.zeros(4, device="cuda")
+    for k in range(3):
+        i = gt.tensor([k], device="cuda")
+        np.testing.assert_array_equal(g(x, i).cpu().numpy(),
+                                      (x.index_fill(0, i, 2.0) * 2).cpu().numpy())
+    (graph,) = _graphs(g)
     assert graph.forward.cuda_graph is None
 
 

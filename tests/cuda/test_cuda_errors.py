@@ -10,6 +10,7 @@ device check is what these tests are about.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 
 import numpy as np
@@ -67,7 +68,7 @@ GATHER_MESSAGE = "index 5 is out of bounds for dimension 1 with size 3"
 # -- modes ----------------------------------------------------------------------------------------
 def test_emulator_checks_immediately() -> None:
     assert errors.get_mode() == "immediate"
-    with pytest.raises(IndexError, match=GATHER_MESSAGE) as info:
+    with pytest.raises(RuntimeError, match=GATHER_MESSAGE) as info:
         _bad_gather()
     assert "asynchronously" not in str(info.value)
     _assert_record_clear()
@@ -105,7 +106,7 @@ def test_deferred_raises_at_synchronize_then_resets() -> None:
     assert out.shape == (2, 2)
     words = _record_words()  # recorded (site, value, bound, dim), not yet raised
     assert words[0] != 0 and words[1:4].tolist() == [5, 3, 1] and errors._state.pending
-    with pytest.raises(IndexError, match=GATHER_MESSAGE + r"[\s\S]*" + ASYNC.format(op="gather")):
+    with pytest.raises(RuntimeError, match=GATHER_MESSAGE + r"[\s\S]*" + ASYNC.format(op="gather")):
         gt.cuda.synchronize()
     _assert_record_clear()
     gt.cuda.synchronize()  # raised once: the record was reset
@@ -126,7 +127,7 @@ def test_deferred_raises_at_every_sync_point(sync: str) -> None:
         "stream": lambda: gt.cuda.current_stream().synchronize(),
         "event": lambda: ev.synchronize(),
     }
-    with pytest.raises(IndexError, match=ASYNC.format(op="gather")):
+    with pytest.raises(RuntimeError, match=ASYNC.format(op="gather")):
         actions[sync]()
     _assert_record_clear()
     assert y.item() == 4.0
@@ -139,7 +140,7 @@ def test_first_error_wins() -> None:
     x = gt.zeros(4, device="cuda")
     kernel(x, "index_select")(empty((2,), gt.float32, x.device), x, 0,
                               gt.tensor([9, -7], device="cuda"))
-    with pytest.raises(IndexError, match=GATHER_MESSAGE) as info:
+    with pytest.raises(RuntimeError, match=GATHER_MESSAGE) as info:
         gt.cuda.synchronize()
     assert "index_select" not in str(info.value)
     _assert_record_clear()
@@ -189,7 +190,7 @@ def _take(mode: str) -> None:
     kernel(x, "take")(empty((1,), gt.float32, x.device), x, gt.tensor([-5], device="cuda"))
 
 
-CASES = [
+CASES = [  # scatter and gather raise RuntimeError, as PyTorch's CPU checks do
     (_scatter, "scatter", "index 3 is out of bounds for dimension 1 with size 3"),
     (_index_add, "index_add_", r"index_add_\(\): index -4 is out of bounds for dimension 0 "
                                r"with size 3"),
@@ -204,12 +205,13 @@ CASES = [
 @pytest.mark.parametrize("mode", ["immediate", "deferred"])
 def test_index_kernels_report(fn, op: str, message: str, mode: str) -> None:
     errors.set_mode(mode)
+    exc = RuntimeError if op == "scatter" else IndexError
     if mode == "immediate":
-        with pytest.raises(IndexError, match=message):
+        with pytest.raises(exc, match=message):
             fn(mode)
     else:
         fn(mode)
-        with pytest.raises(IndexError, match=message + r"[\s\S]*" + ASYNC.format(op=op)):
+        with pytest.raises(exc, match=message + r"[\s\S]*" + ASYNC.format(op=op)):
             gt.cuda.synchronize()
     _assert_record_clear()
 
@@ -240,20 +242,41 @@ def test_max_pool_backward_reports(mode: str) -> None:
     _assert_record_clear()
 
 
-def test_embedding_checks_indices_on_the_device_without_a_host_read(monkeypatch) -> None:
-    """F.embedding on CUDA leaves the index check to its kernel (PyTorch's device-side
-    assert): the call reads nothing back, and the bad index raises at the next sync."""
-    w = gt.ones(4, 2, device="cuda")
-    idx = gt.tensor([1, 7], device="cuda")
+def _frontend_cases() -> list:
+    """(op, call with a bad CUDA index, message) of the frontends that leave the range check
+    to their kernel."""
+    x, w = gt.zeros(3, device="cuda"), gt.ones(4, 2, device="cuda")
+    bad = gt.tensor([1, 7], device="cuda")
+    src = gt.ones(2, device="cuda")
+    oob = "index 7 is out of bounds for dimension 0 with size 3"
+    return [
+        ("embedding", lambda: gt.nn.functional.embedding(bad, w),
+         IndexError, "index out of range in self: index 7 with 4 embeddings"),
+        ("index_select", lambda: x.index_select(0, bad), IndexError, oob),
+        ("gather", lambda: x.gather(0, bad), RuntimeError, oob),
+        ("take", lambda: x.take(bad), IndexError, "index 7 is out of bounds"),
+        ("index", lambda: x[bad], IndexError, oob),
+        ("index_put_", lambda: x.__setitem__(bad, 1.0), IndexError, oob),
+        ("scatter", lambda: x.scatter_(0, bad, src), RuntimeError, oob),
+        ("index_add_", lambda: x.index_add_(0, bad, src), IndexError, oob),
+        ("index_copy_", lambda: x.index_copy_(0, bad, src), IndexError, oob),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_index_frontends_check_on_the_device_without_a_host_read(monkeypatch, case) -> None:
+    """Embedding, gathers, scatters and tensor indexing on CUDA leave the index check to
+    their kernel (PyTorch's device-side assert): the call reads nothing back (no host sync),
+    and the bad index raises at the next synchronising point."""
+    op, call, exc, message = _frontend_cases()[case]
     errors.set_mode("deferred")
     rt = cuda_device.runtime()
     reads = []
     original = rt.memcpy_dtoh
     monkeypatch.setattr(rt, "memcpy_dtoh", lambda *a, **k: (reads.append(a), original(*a, **k)))
-    gt.nn.functional.embedding(idx, w)
-    assert reads == []
+    call()
+    assert reads == [], op
     monkeypatch.undo()
-    with pytest.raises(IndexError, match="index out of range in self: index 7 with 4 "
-                       "embeddings" + r"[\s\S]*" + ASYNC.format(op="embedding")):
+    with pytest.raises(exc, match=re.escape(message) + r"[\s\S]*" + ASYNC.format(op=op)):
         gt.cuda.synchronize()
     _assert_record_clear()

@@ -181,9 +181,11 @@ def _scratch(n: int, fill: int, device: Any) -> Tensor:
 
 
 _OUT_OF_BOUNDS = "index {value} is out of bounds for dimension {dim} with size {bound}"
+# The exception types are the frontends' host checks' (PyTorch's CPU errors): the CUDA frontends
+# leave the range check to these records (gputensor/_ops/shape.py device_checks_indices).
 _SITES = {
-    "scatter": errors.site("scatter", IndexError, _OUT_OF_BOUNDS),
-    "scatter_reduce": errors.site("scatter_reduce", IndexError, _OUT_OF_BOUNDS),
+    "scatter": errors.site("scatter", RuntimeError, _OUT_OF_BOUNDS),
+    "scatter_reduce": errors.site("scatter_reduce", RuntimeError, _OUT_OF_BOUNDS),
     "index_add": errors.site("index_add_", IndexError, "index_add_(): " + _OUT_OF_BOUNDS),
     "index_copy": errors.site("index_copy_", IndexError, "index_copy_(): " + _OUT_OF_BOUNDS),
     "index_fill": errors.site("index_fill_", IndexError, _OUT_OF_BOUNDS),

@@ -123,7 +123,7 @@ _SITES = {
     "index_select": errors.site("index_select", IndexError, "index_select(): " + _OUT_OF_BOUNDS),
     "take": errors.site("take", IndexError, "take(): (on the flattened input) index {value} is "
                         "out of bounds for dimension {dim} with size {bound}"),
-    "gather": errors.site("gather", IndexError, _OUT_OF_BOUNDS),
+    "gather": errors.site("gather", RuntimeError, _OUT_OF_BOUNDS),  # as the CPU's host check
     "_index": errors.site("index", IndexError, _OUT_OF_BOUNDS),
 }
 
