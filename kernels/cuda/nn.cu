@@ -446,9 +446,23 @@ __device__ void cols_finalize(A* __restrict__ gw, A* __restrict__ gb,
 }
 
 // ---- NLL loss -------------------------------------------------------------------------------
+// The reduced result from the summed losses and counted weights: mode 1 out = total / weights
+// (NaN when no weight was counted), mode 2 out = total, mode 3 scale = 1 / weights (inf for
+// none; the backward's 'mean' factor).
+template <class T>
+__device__ void nll_store_total(T* __restrict__ out, double* __restrict__ scale, double total,
+                                double tw, int mode) {
+    const double nan = __longlong_as_double(0x7ff8000000000000LL);
+    const double inf = __longlong_as_double(0x7ff0000000000000LL);
+    if (mode == 1) out[0] = gt::store<T>(tw != 0.0 ? total / tw : nan);
+    else if (mode == 2) out[0] = gt::store<T>(total);
+    else scale[0] = tw != 0.0 ? 1.0 / tw : inf;
+}
+
 // Log-probabilities x (N, C, S), targets t (N, S). reduction 0 writes each item's loss
 // -w[t] * x[n, t, s] (0 where ignored); otherwise each block leaves its sums of the losses and
-// of the counted weights in part[2 * block], part[2 * block + 1].
+// of the counted weights in part[2 * block], part[2 * block + 1], or, launched as one block
+// (as PyTorch's reducing kernel is), writes the finalised loss itself.
 template <class T, class A>
 __device__ void nll_forward(T* __restrict__ out, double* __restrict__ part,
                             long long* __restrict__ err, long long site,
@@ -477,14 +491,16 @@ __device__ void nll_forward(T* __restrict__ out, double* __restrict__ part,
     if (reduction == 0) return;  // uniform across the block
     total = block_sum(total, shm);
     tw = block_sum(tw, shm);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x != 0) return;
+    if (gridDim.x == 1) {
+        nll_store_total(out, (double*)nullptr, total, tw, reduction);
+    } else {
         part[2 * blockIdx.x] = total;
         part[2 * blockIdx.x + 1] = tw;
     }
 }
 
-// Sum of the block partials: mode 1 out = total / weights (NaN when no weight was counted),
-// mode 2 out = total, mode 3 scale = 1 / weights (inf for none; the backward's 'mean' factor).
+// Sum of the block partials, stored by nll_store_total's mode.
 template <class T>
 __device__ void nll_finalize(T* __restrict__ out, double* __restrict__ scale,
                              const double* __restrict__ part, int nparts, int mode) {
@@ -496,20 +512,16 @@ __device__ void nll_finalize(T* __restrict__ out, double* __restrict__ scale,
     }
     total = block_sum(total, shm);
     tw = block_sum(tw, shm);
-    if (threadIdx.x != 0) return;
-    const double nan = __longlong_as_double(0x7ff8000000000000LL);
-    const double inf = __longlong_as_double(0x7ff0000000000000LL);
-    if (mode == 1) out[0] = gt::store<T>(tw != 0.0 ? total / tw : nan);
-    else if (mode == 2) out[0] = gt::store<T>(total);
-    else scale[0] = tw != 0.0 ? 1.0 / tw : inf;
+    if (threadIdx.x == 0) nll_store_total(out, scale, total, tw, mode);
 }
 
-// Block partials of the summed weights of the counted targets (the backward's 'mean').
+// Block partials of the summed weights of the counted targets (the backward's 'mean'), or,
+// launched as one block, scale = 1 / their sum directly.
 template <class A>
-__device__ void nll_weight_sum(double* __restrict__ part, long long* __restrict__ err,
-                               long long site, const long long* __restrict__ t,
-                               const A* __restrict__ w, long long ignore_index, long long items,
-                               long long C) {
+__device__ void nll_weight_sum(double* __restrict__ part, double* __restrict__ scale,
+                               long long* __restrict__ err, long long site,
+                               const long long* __restrict__ t, const A* __restrict__ w,
+                               long long ignore_index, long long items, long long C) {
     __shared__ double shm[32];
     double tw = 0.0;
     for (GT_GRID_STRIDE(i, items)) {
@@ -522,7 +534,10 @@ __device__ void nll_weight_sum(double* __restrict__ part, long long* __restrict_
         tw += (double)(w ? w[c] : A(1));
     }
     tw = block_sum(tw, shm);
-    if (threadIdx.x == 0) {
+    if (threadIdx.x != 0) return;
+    if (gridDim.x == 1) {
+        nll_store_total((double*)nullptr, scale, 0.0, tw, 3);
+    } else {
         part[2 * blockIdx.x] = 0.0;
         part[2 * blockIdx.x + 1] = tw;
     }

@@ -187,7 +187,12 @@ def _targets(shape, classes, seed=0, ignore=None):
 @pytest.mark.parametrize("reduction", [0, 1, 2])
 @pytest.mark.parametrize("shape", [(5,), (700, 4), (3, 5, 4, 2)])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_nll_loss_matches_cpu(dtype, reduction, shape, weighted):
+@pytest.mark.parametrize("one_block", [True, False])
+def test_nll_loss_matches_cpu(dtype, reduction, shape, weighted, one_block, monkeypatch):
+    """Both reducing paths: one block that finalises its own result (up to
+    _NLL_ONE_BLOCK_ITEMS items), and block partials plus a finalize launch."""
+    if not one_block:
+        monkeypatch.setattr(cuda_nn, "_NLL_ONE_BLOCK_ITEMS", 0)
     c = shape[0] if len(shape) == 1 else shape[1]
     tshape = () if len(shape) == 1 else (shape[0], *shape[2:])
     x, xc = _both(_arr(shape, 0, -3.0, 0.0), dtype)
@@ -201,6 +206,32 @@ def test_nll_loss_matches_cpu(dtype, reduction, shape, weighted):
         want = N._nll_loss_backward(g, shape, t, w, reduction, 1)
         got = N._nll_loss_backward(gc, shape, tc, wc, reduction, 1)
         _close((got,), (want,), dtype)
+
+
+def test_nll_loss_reduces_in_one_launch_per_pass(monkeypatch):
+    """A classifier's mean loss costs one forward launch and two backward ones (the counted
+    weights, then the gradient), as PyTorch's kernels do; past the one-block size, partials
+    and a finalize."""
+    from gputensor.kernels.cuda import device
+
+    names: list[str] = []
+    monkeypatch.setattr(device, "launch_observer",
+                        lambda src, name, grid, block, shared, run: (names.append(name), run()))
+    xc = gt.tensor(_arr((128, 10), 0, -3.0, 0.0), dtype=gt.float32, device="cuda")
+    _, tc = _targets((128,), 10, 2)
+    g = gt.tensor(np.ones(()), dtype=gt.float32, device="cuda")
+    with gt.no_grad():
+        N._nll_loss(xc, tc, None, 1, -100)
+        assert names == ["nn_nll_fwd_f32"]
+        names.clear()
+        N._nll_loss_backward(g, (128, 10), tc, None, 1, -100)
+        assert names == ["nn_nll_weight_sum_f32", "nn_nll_bwd_f32"]
+        monkeypatch.setattr(cuda_nn, "_NLL_ONE_BLOCK_ITEMS", 64)
+        xc = gt.tensor(_arr((700, 10), 0, -3.0, 0.0), dtype=gt.float32, device="cuda")
+        _, tc = _targets((700,), 10, 2)
+        names.clear()
+        N._nll_loss(xc, tc, None, 1, -100)
+        assert names == ["nn_nll_fwd_f32", "nn_nll_finalize_f32"]
 
 
 def test_nll_loss_all_ignored_mean_is_nan():

@@ -84,9 +84,9 @@ SRC.instantiate(
     "gtnn::nll_finalize<{T}>(out, scale, part, nparts, mode)", _F)
 SRC.instantiate(
     "nn_nll_weight_sum_{s}",
-    "double* part, long long* err, long long site, const long long* t, const {A}* w, "
-    "long long ignore_index, long long items, long long C",
-    "gtnn::nll_weight_sum<{A}>(part, err, site, t, w, ignore_index, items, C)", _ACC)
+    "double* part, double* scale, long long* err, long long site, const long long* t, "
+    "const {A}* w, long long ignore_index, long long items, long long C",
+    "gtnn::nll_weight_sum<{A}>(part, scale, err, site, t, w, ignore_index, items, C)", _ACC)
 SRC.instantiate(
     "nn_nll_bwd_{s}",
     "{T}* gi, long long* err, long long site, const {T}* g, const long long* t, const {A}* w, "
@@ -348,6 +348,16 @@ def _partials_finalize(s: str, out: Tensor | None, scale: Tensor | None, part: T
                                                      np.int32(mode)])
 
 
+# Up to this many items a reducing NLL pass runs as one block that finalises its own result
+# (PyTorch's reducing kernel is one block too): one launch instead of a partials pass and a
+# finalize, which is what a small classifier's loss costs.
+_NLL_ONE_BLOCK_ITEMS = 1 << 16
+
+
+def _reduce_grid(items: int) -> int:
+    return 1 if items <= _NLL_ONE_BLOCK_ITEMS else grid_for(items)
+
+
 @CUDA.register("_nll_loss")
 def nll_loss(out: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
              ignore_index: int, layout: tuple[int, int, int]) -> None:
@@ -361,13 +371,13 @@ def nll_loss(out: Tensor, x: Tensor, target: Tensor, weight: Tensor | None, redu
     t = _targets(target)
     w = _as_acc(weight, adt)
     err, dev = _error_args(x, _TARGET_SITE)
-    grid = grid_for(items)
-    part = None if reduction == 0 else empty((2 * grid,), D.float64, x.device)
+    grid = grid_for(items) if reduction == 0 else _reduce_grid(items)
+    part = None if reduction == 0 or grid == 1 else empty((2 * grid,), D.float64, x.device)
     if items or reduction != 0:
         launch(SRC, f"nn_nll_fwd_{s}", grid, _BLOCK,
                [out, part, *err, x, t, w, _I64(ignore_index), np.int32(reduction), _I64(n),
                 _I64(c), _I64(sp)])
-    if reduction != 0:
+    if part is not None:
         _partials_finalize(s, out, None, part, grid, 1 if reduction == 1 else 2)
     errors.launched(dev)
 
@@ -386,12 +396,13 @@ def nll_loss_backward(grad_input: Tensor, g: Tensor, target: Tensor, weight: Ten
     err, dev = _error_args(g, _TARGET_SITE)
     scale = None
     if reduction == 1:
-        grid = grid_for(items)
-        part = empty((2 * grid,), D.float64, g.device)
-        launch(SRC, f"nn_nll_weight_sum_{SHORT[adt]}", grid, _BLOCK,
-               [part, *err, t, w, _I64(ignore_index), _I64(items), _I64(c)])
+        grid = _reduce_grid(items)
+        part = None if grid == 1 else empty((2 * grid,), D.float64, g.device)
         scale = empty((1,), D.float64, g.device)
-        _partials_finalize(s, None, scale, part, grid, 3)
+        launch(SRC, f"nn_nll_weight_sum_{SHORT[adt]}", grid, _BLOCK,
+               [part, scale, *err, t, w, _I64(ignore_index), _I64(items), _I64(c)])
+        if part is not None:
+            _partials_finalize(s, None, scale, part, grid, 3)
     total = grad_input.numel()
     if total:
         launch(SRC, f"nn_nll_bwd_{s}", grid_for(total), _BLOCK,
