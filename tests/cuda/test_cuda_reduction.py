@@ -272,6 +272,15 @@ def test_plan_merges_dims_and_picks_the_mode() -> None:
     assert p.meta[:3] == (1, 6, 5) and p.meta[3] == 2
     p = R.plan(gt.zeros(3, 100000, device="cuda"), (1,))
     assert p.splits > 1 and p.chunk * p.splits >= 100000
+    # A bias gradient (batch 128, 256 features, over the batch): more threads per column
+    # instead of a split, so one launch and no partials to merge.
+    p = R.plan(gt.zeros(128, 256, device="cuda"), (0,))
+    assert not p.row and (p.P, p.T, p.grid, p.splits) == (64, 4, 4, 1)
+    check(lambda x: x.sum(0), rand((128, 256), seed=4), rtol=1e-5, atol=1e-5)
+    check(lambda x: x.var(0), rand((128, 300), seed=4), rtol=1e-4)
+    # Long columns still split, with 32 columns of 8 threads per block.
+    p = R.plan(gt.zeros(4096, 128, device="cuda"), (0,))
+    assert (p.P, p.T) == (32, 8) and p.splits > 1
 
 
 def test_unsupported_dtypes_are_rejected_clearly() -> None:

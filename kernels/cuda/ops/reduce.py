@@ -202,6 +202,12 @@ def _make_plan(shape: tuple[int, ...], stride: tuple[int, ...], dims: Sequence[i
     else:
         P = min(BLOCK, _pow2(N))
         T = BLOCK // P
+        # Too few blocks: give each column more threads (down to a warp's 32 columns, still
+        # one coalesced line per row) before splitting the reduced index over blocks, which
+        # costs a second launch to merge the partials.
+        while P > 32 and -(-N // P) < SPLIT_TARGET // 2 and K >= 2 * T * MIN_PER_THREAD:
+            P //= 2
+            T *= 2
     groups = max(1, -(-N // P))
     grid = min(groups, MAX_GRID)
     splits, chunk = 1, K
