@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 import gputensor as gt
@@ -16,8 +18,24 @@ DEVICES = ["cpu"] + ([f"cuda:{gt.cuda.device_count() - 1}"] if gt.cuda.is_availa
 
 
 @pytest.fixture(params=DEVICES, ids=[d.split(":")[0] for d in DEVICES])
-def device(request: pytest.FixtureRequest) -> str:
-    return request.param
+def device(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The device of an op test. On cuda, kernel errors (a bad index) are checked as on a real
+    GPU, at the next synchronising call rather than at the launch, even on the emulator; a test
+    must not leave such an error pending for the next one."""
+    if not request.param.startswith("cuda"):
+        yield request.param
+        return
+    from gputensor.kernels.cuda import errors
+
+    errors.set_mode("deferred")
+    try:
+        yield request.param
+        try:
+            errors.check_pending()
+        except (IndexError, RuntimeError) as e:
+            pytest.fail(f"the test left a pending CUDA kernel error: {e}")
+    finally:
+        errors.set_mode(None)
 
 
 @pytest.fixture(autouse=True)

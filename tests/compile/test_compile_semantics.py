@@ -13,6 +13,7 @@ import gputensor as gt
 import gputensor.nn as nn
 import gputensor.nn.functional as F
 from gputensor.profiler import ProfilerActivity, profile
+from tests.helpers import synced
 
 
 def _graphs(compiled) -> list:
@@ -217,11 +218,11 @@ def test_bad_index_at_replay_raises_like_eager(device: str) -> None:
     f(gt.tensor([0, 1], device=device))
     f(gt.tensor([2, 3], device=device))
     with pytest.raises(IndexError, match="index out of range in self"):
-        f(gt.tensor([1, 7], device=device))
+        synced(f(gt.tensor([1, 7], device=device)))
     g = gt.compile(lambda x, i: x[i])
     g(gt.randn(4, device=device), gt.tensor([0, 1], device=device))
     with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 0 with size 4"):
-        g(gt.randn(4, device=device), gt.tensor([0, 9], device=device))
+        synced(g(gt.randn(4, device=device), gt.tensor([0, 9], device=device)))
 
 
 def test_profiler_sees_replayed_kernels(device: str) -> None:

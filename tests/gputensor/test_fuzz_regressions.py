@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gputensor as gt
-from tests.helpers import assert_close, assert_same_error, torch
+from tests.helpers import assert_close, assert_same_error, synced, torch
 
 pytestmark = pytest.mark.skipif(torch is None, reason="PyTorch (CPU) oracle not installed")
 
@@ -364,7 +364,7 @@ def test_error_type_and_order_match_pytorch(device: str, case: str) -> None:
         with pytest.raises(Exception) as want:
             build(torch, "cpu")
         with pytest.raises(Exception) as got:
-            build(gt, device)
+            synced(build(gt, device))
     # the builtin family (NotImplementedError is a RuntimeError, as PyTorch's)
     assert isinstance(got.value, type(want.value)) or isinstance(want.value, type(got.value)), \
         f"{type(got.value).__name__}: {got.value} | torch {type(want.value).__name__}: " \

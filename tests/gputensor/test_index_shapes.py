@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import gputensor as gt
+from tests.helpers import error_message, synced
 
 
 def _idx(lib: Any, d: str) -> dict[str, Any]:
@@ -48,8 +49,8 @@ def test_index_shapes_match_pytorch(device: str, name: str) -> None:
         want = t[make(_idx(torch, "cpu"))]
     except IndexError as e:
         with pytest.raises(IndexError) as got:
-            g[make(_idx(gt, device))]
-        assert str(got.value) == str(e)
+            synced(g[make(_idx(gt, device))])
+        assert error_message(got.value) == str(e)
         return
     got = g[make(_idx(gt, device))]
     assert tuple(got.shape) == tuple(want.shape)

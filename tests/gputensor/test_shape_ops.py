@@ -16,6 +16,7 @@ from tests.helpers import (
     helper_test_op,
     noncontiguous,
     random_array,
+    synced,
     torch,
 )
 
@@ -192,9 +193,9 @@ def test_index_select(device: str, dtype: gt.dtype, index_dtype: Any) -> None:
 def test_index_select_errors(device: str) -> None:
     x = gt.zeros(2, 3, device=device)
     with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 3"):
-        x.index_select(1, gt.tensor([0, 5], device=device))
+        synced(x.index_select(1, gt.tensor([0, 5], device=device)))
     with pytest.raises(IndexError, match="index -1 is out of bounds for dimension 1 with size 3"):
-        x.index_select(1, gt.tensor([0, -1], device=device))
+        synced(x.index_select(1, gt.tensor([0, -1], device=device)))
     with pytest.raises(RuntimeError, match="int32 or int64"):
         x.index_select(1, gt.tensor([0.0], device=device))
     with pytest.raises(IndexError, match="vector"):
@@ -230,9 +231,9 @@ def test_gather_edges_and_errors(device: str) -> None:
     assert_close(x.gather(0, gt.zeros(0, 5, dtype=gt.int64, device=device)),
                  tx.gather(0, torch.zeros(0, 5, dtype=torch.int64)))
     with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 1 with size 3"):
-        x.gather(1, gt.tensor([[0, 5]], device=device))
+        synced(x.gather(1, gt.tensor([[0, 5]], device=device)))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1 with size 3"):
-        x.gather(1, gt.tensor([[0, -1]], device=device))
+        synced(x.gather(1, gt.tensor([[0, -1]], device=device)))
     with pytest.raises(RuntimeError, match="int32/int64"):
         x.gather(1, gt.tensor([[0]], dtype=gt.int16, device=device))
     with pytest.raises(RuntimeError, match="same number of dimensions"):
@@ -250,9 +251,9 @@ def test_take_and_take_along_dim(device: str) -> None:
     assert_close(gt.take(x, i), torch.take(tx, ti))
     assert_close(noncontiguous(x).take(i), tx.take(ti))
     with pytest.raises(IndexError, match="index 12 is out of bounds"):
-        x.take(gt.tensor([12], device=device))
+        synced(x.take(gt.tensor([12], device=device)))
     with pytest.raises(IndexError, match="index -13 is out of bounds"):
-        x.take(gt.tensor([-13], device=device))
+        synced(x.take(gt.tensor([-13], device=device)))
     with pytest.raises(RuntimeError, match="long tensor"):
         x.take(gt.tensor([1], dtype=gt.int32, device=device))
     with pytest.raises(IndexError, match="empty tensor"):
@@ -271,7 +272,7 @@ def test_take_and_take_along_dim(device: str) -> None:
     with pytest.raises(IndexError, match="index 4 is out of bounds for dimension 1 with size 4"):
         gt.take_along_dim(x, gt.tensor([[0, 4]], device=device), 1)
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 0 with size"):
-        gt.take_along_dim(x, gt.tensor([[0, -1]], device=device))    # gather's error
+        synced(gt.take_along_dim(x, gt.tensor([[0, -1]], device=device)))    # gather's error
     with pytest.raises(RuntimeError, match="same number of dimensions"):
         gt.take_along_dim(x, gt.tensor([0], device=device), 1)
 
@@ -354,11 +355,9 @@ def test_scatter_errors_leave_input_untouched(device: str) -> None:
     # A bad index raises; the good ones may have been written, as PyTorch's kernels (its CPU
     # ones included) check each index as they go, and CUDA's check on the device.
     with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with size 3"):
-        x.scatter_(0, gt.tensor([0, 5], device=device), gt.ones(2, device=device))
-        x.tolist()  # (CUDA: a synchronising point raises a deferred kernel error)
+        synced(x.scatter_(0, gt.tensor([0, 5], device=device), gt.ones(2, device=device)))
     with pytest.raises(RuntimeError, match="index -1 is out of bounds"):
-        x.scatter_add_(0, gt.tensor([0, -1], device=device), gt.ones(2, device=device))
-        x.tolist()
+        synced(x.scatter_add_(0, gt.tensor([0, -1], device=device), gt.ones(2, device=device)))
     x.zero_()
     # An empty index skips all checks and returns a copy, like PyTorch.
     empty = gt.tensor([], dtype=gt.int64, device=device)
@@ -420,11 +419,11 @@ def test_index_add_copy_fill_edges(device: str) -> None:
                                                        gt.tensor(2.0, device=device)),
                  torch.zeros(()).index_add(0, torch.tensor([0]), torch.tensor(2.0)))
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
-        x.index_add(0, gt.tensor([0, 3], device=device),
-                    gt.ones(2, dtype=gt.float64, device=device))
+        synced(x.index_add(0, gt.tensor([0, 3], device=device),
+                           gt.ones(2, dtype=gt.float64, device=device)))
     with pytest.raises(IndexError, match="index -1 is out of bounds"):
-        x.index_add(0, gt.tensor([0, -1], device=device),
-                    gt.ones(2, dtype=gt.float64, device=device))
+        synced(x.index_add(0, gt.tensor([0, -1], device=device),
+                           gt.ones(2, dtype=gt.float64, device=device)))
     with pytest.raises(RuntimeError, match=r"self \(Double\) and source \(Float\)"):
         x.index_add(0, gt.tensor([0, 1], device=device), gt.ones(2, device=device))
     with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal"):
@@ -450,7 +449,7 @@ def test_index_copy(device: str, dtype: gt.dtype) -> None:
                      0, gt.tensor(1, device=device), gt.tensor(9.0, device=device)),
                  torch.tensor([1.0, 2, 3]).index_copy(0, torch.tensor(1), torch.tensor(9.0)))
     with pytest.raises(IndexError, match="index_copy_\\(\\): index -1 is out of bounds"):
-        x.index_copy(1, gt.tensor([-1, 1], device=device), s)
+        synced(x.index_copy(1, gt.tensor([-1, 1], device=device), s))
     with pytest.raises(RuntimeError, match="Expected a long tensor for index, but got Int"):
         x.index_copy(1, i.int(), s)
     with pytest.raises(IndexError, match=r"Number of indices \(1\)"):
