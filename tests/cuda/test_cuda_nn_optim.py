@@ -20,6 +20,7 @@ from gputensor._ops import nn as N
 from gputensor._ops._core import empty
 from gputensor.kernels.cuda.ops import nn as cuda_nn
 from gputensor.kernels.registry import CPU, CUDA
+from tests.helpers import synced
 
 
 @pytest.fixture(autouse=True)
@@ -250,12 +251,12 @@ def test_nll_loss_bad_target_raises_on_cuda(bad):
     t[290] = 9
     tc = gt.tensor(t, device="cuda")
     with gt.no_grad(), pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
-        N._nll_loss(xc, tc, None, 1, -100)
+        synced(N._nll_loss(xc, tc, None, 1, -100))
     with gt.no_grad(), pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
-        N._nll_loss(xc, tc, None, 0, -100)
+        synced(N._nll_loss(xc, tc, None, 0, -100))
     g = gt.tensor(np.ones(()), dtype=gt.float32, device="cuda")
     with gt.no_grad(), pytest.raises(IndexError, match=f"Target {bad} is out of bounds."):
-        N._nll_loss_backward(g, (300, 5), tc, None, 1, -100)
+        synced(N._nll_loss_backward(g, (300, 5), tc, None, 1, -100))
 
 
 # -- embedding -------------------------------------------------------------------------------
@@ -278,10 +279,10 @@ def test_embedding_bad_index_raises_on_cuda():
     ic = gt.tensor(np.array([1, 2, 12, 3, -1]), device="cuda")
     outc = empty((5, 3), gt.float32, gt.device("cuda"))
     with pytest.raises(IndexError, match="index out of range in self: index 12 with 10"):
-        CUDA.kernel("_embedding")(outc, wc, ic)
+        synced(CUDA.kernel("_embedding")(outc, wc, ic))
     g = gt.tensor(_arr((5, 3), 1), dtype=gt.float32, device="cuda")
     with pytest.raises(IndexError, match="index out of range in self"):
-        CUDA.kernel("_embedding_backward")(outc, g, ic, -1, False)
+        synced(CUDA.kernel("_embedding_backward")(outc, g, ic, -1, False))
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

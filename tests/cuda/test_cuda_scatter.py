@@ -193,6 +193,7 @@ def test_masked_scatter_short_source_raises_on_device() -> None:
     src = gt.arange(4, dtype=gt.float32, device="cuda")
     with pytest.raises(RuntimeError, match="Number of elements of source < number of ones"):
         CUDA.kernel("masked_scatter")(x, m, src)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     assert x.tolist()[:4] == [0.0, 1.0, 2.0, 3.0]  # in range: written; beyond: untouched
 
 
@@ -306,20 +307,26 @@ def test_bad_indices_raise_from_device_without_touching_memory() -> None:
     with pytest.raises(RuntimeError, match=re.escape("index 7 is out of bounds for dimension 0 "
                                                      "with size 3")):
         CUDA.kernel("scatter")(x, 0, bad, src, None)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(RuntimeError, match="index 7 is out of bounds"):
         CUDA.kernel("scatter_reduce")(x, 0, bad, src, "sum", True)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(IndexError, match=re.escape("index_add_(): index 7 is out of bounds for "
                                                    "dimension 0 with size 3")):
         CUDA.kernel("index_add")(x, 0, bad, src, 1)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(IndexError, match="index_copy_\\(\\): index 7 is out of bounds"):
         CUDA.kernel("index_copy")(x, 0, bad, src)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(IndexError, match="index -4 is out of bounds for dimension 0 with size 3"):
         CUDA.kernel("index_fill")(x, 0, gt.tensor([-4], device="cuda"), 5.0)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     m = gt.zeros(3, 4, device="cuda")
     with pytest.raises(IndexError, match="index 9 is out of bounds for dimension 1 with size 4"):
         CUDA.kernel("_index_put")(m, [gt.tensor([0, 2], device="cuda"),
                                       gt.tensor([1, 9], device="cuda")],
                                   gt.tensor(1.0, device="cuda"), True)
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     # Good positions may have been written; nothing outside the tensors was.
     assert all(v in (0.0, 1.0, 2.0, 5.0) for v in x.tolist())
 
@@ -331,8 +338,10 @@ def test_frontend_errors_on_cuda() -> None:
     with pytest.raises(RuntimeError, match="index 5 is out of bounds for dimension 0 with "
                                            "size 3"):
         x.scatter_(0, gt.tensor([0, 5], device="cuda"), gt.ones(2, device="cuda"))
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(IndexError, match="out of bounds"):
         x[gt.tensor([0, 7], device="cuda")] = 1.0
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
 
 
 # -- NVRTC ------------------------------------------------------------------------------------

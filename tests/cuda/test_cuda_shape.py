@@ -214,18 +214,22 @@ def test_gather_kernels_report_bad_indices() -> None:
     # gather's RuntimeError, as PyTorch's CPU check raises
     with pytest.raises(RuntimeError, match="index 7 is out of bounds for dimension 0 with size 3"):
         CUDA.kernel("gather")(out, x, 0, _cuda(np.array([[0, 1, 7, 2], [1, 1, 1, 9]])))
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(RuntimeError, match="index -1 is out of bounds for dimension 1 with "
                                            "size 4"):
         CUDA.kernel("gather")(out, x, 1, _cuda(np.array([[0, 1, 3, 2], [-1, 1, 1, 1]],
                                                          np.int32)))
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     sel = gt.empty((3, 3), dtype=gt.float64, device="cuda")
     with pytest.raises(IndexError, match=r"index_select\(\): index 4 is out of bounds for "
                                          "dimension 1 with size 4"):
         CUDA.kernel("index_select")(sel, x, 1, _cuda(np.array([0, 4, 5])))
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     flat = gt.empty((2,), dtype=gt.float64, device="cuda")
     with pytest.raises(IndexError, match=r"take\(\): \(on the flattened input\) index -13 is "
                                          "out of bounds for dimension 0 with size 12"):
         CUDA.kernel("take")(flat, x, _cuda(np.array([-12, -13])))
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
 
 
 @cuda
@@ -233,8 +237,10 @@ def test_index_kernel_reports_bad_index_per_dim() -> None:
     x = _cuda(np.arange(24.0).reshape(2, 3, 4))
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
         CUDA.kernel("_index")(x, [None, _cuda(np.array([0, 3])), _cuda(np.array([1, 1]))])
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
     with pytest.raises(IndexError, match="index -5 is out of bounds for dimension 2 with size 4"):
         CUDA.kernel("_index")(x, [_cuda(np.array([1])), None, _cuda(np.array([2, -5]))])
+        gt.cuda.synchronize()  # where a GPU (deferred errors) raises it
 
 
 @cuda

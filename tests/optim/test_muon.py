@@ -31,9 +31,12 @@ def test_muon_matches_torch(device: str, kwargs: dict, dtype: gt.dtype) -> None:
     # its last products moves an update by ~1e-2 of its size, times lr. cuBLAS sums the
     # bfloat16 products in another order than PyTorch's CPU kernels: on an H200 the six steps
     # ended up to 6.3e-2 lr apart (all within a few bfloat16 rounding steps per update).
+    # The momentum buffers then follow gradients of those slightly different parameters (up to
+    # 8.8e-4 apart, 0.8% of the buffer, on the H200).
     scale = 2e-2 if device == "cpu" else 1e-1
     assert_params_close(g, t, rtol=0, atol=scale * max(kwargs.get("lr", 1e-3), 1e-3))
-    assert_states_close(g_opt, t_opt, rtol=1e-5, atol=1e-6)
+    assert_states_close(g_opt, t_opt, rtol=1e-5 if device == "cpu" else 2e-2,
+                        atol=1e-6 if device == "cpu" else 2e-3)
     assert g_opt.state_dict()["param_groups"] == t_opt.state_dict()["param_groups"]
 
 
