@@ -121,16 +121,14 @@ def unravel_index(indices: Any, shape: Sequence[int] | int) -> tuple[Tensor, ...
     if indices.is_floating_point() or indices.is_complex() or indices.dtype is D.bool:
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     if any(d < 0 for d in dims):
-        raise ValueError("'shape' cannot have negative values, but got " + str(list(dims)))
-    total = math.prod(dims)
-    if indices.numel() and bool(((indices < -total) | (indices >= total)).any()):
-        raise RuntimeError(f"'indices' must be in range [{-total}, {total - 1}]")
-    flat = indices.to(D.int64) % total if total else indices.to(D.int64)
-    out = []
-    for d in reversed(dims):
-        out.append(flat % d)
-        flat = flat // d
-    return tuple(reversed(out))
+        raise ValueError(f"'shape' cannot have negative values, but got {dims}")
+    # PyTorch's formula, with no range check: (indices // prod(shape[i+1:])) % shape[i], so an
+    # index out of range wraps, and a 0 in shape divides by zero (its ZeroDivisionError).
+    coefs = [math.prod(dims[i + 1:]) for i in range(len(dims))]
+    dev = indices.device
+    res = indices.unsqueeze(-1).floor_divide(gt.tensor(coefs, dtype=D.int64, device=dev)) \
+        % gt.tensor(list(dims), dtype=D.int64, device=dev)
+    return res.unbind(-1)
 
 
 @op(differentiable=False)

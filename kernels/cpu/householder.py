@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .lapack import BLAS_PREFIX, _lapack, _on_host, _register_cpu
+from .lapack import BLAS_PREFIX, _lapack, _on_host, _register_cpu, positive_zeros
 
 KERNELS: dict[str, Callable[..., None]] = {}
 
@@ -34,6 +34,7 @@ def geqrf(lib: Any, outs: list, ins: list) -> None:
     (qr, tau), (a,) = outs, ins
     if a.size == 0:
         return
+    a = positive_zeros(a)
     if _on_host(lib):
         fn = _lapack("geqrf", a)
         for i in np.ndindex(*a.shape[:-2]):

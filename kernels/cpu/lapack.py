@@ -67,6 +67,13 @@ def _large(a: np.ndarray) -> bool:
 BLAS_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 
 
+def positive_zeros(a: Any) -> Any:
+    """``a`` with every -0.0 made +0.0 (a copy). Householder QR reflects a column onto
+    -sign(pivot) * its norm, and LAPACK builds differ on the sign of a -0.0 pivot (SciPy's
+    OpenBLAS reads it as negative, PyTorch's LAPACK as positive): as +0.0 both agree."""
+    return a + 0
+
+
 def _first_failure(bad: Any, xp: Any) -> Any:
     """1-based index of the first True along the last dim, 0 where there is none (int32)."""
     n = bad.shape[-1]
@@ -365,6 +372,7 @@ def svd(lib: Any, outs: list, ins: list, full_matrices: bool) -> None:
 @_kernel("_linalg_qr")
 def qr(lib: Any, outs: list, ins: list, mode: str) -> None:
     (q, r), (a,) = outs, ins
+    a = positive_zeros(a)
     if a.size == 0:
         if q is not None and q.size:
             q[...] = lib.xp.eye(q.shape[-2], q.shape[-1], dtype=q.dtype)

@@ -380,14 +380,19 @@ __device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long lo
             A carry = ident;
             for (long long base = 0; base < K; base += 32 * kScanItems) {
                 // Each lane scans its own kScanItems consecutive elements...
+                // Only the line's first element meets the identity, as in the CPU's serial
+                // loop (acc = 1; acc *= x[j]): a second product with it is not exact for
+                // non-finite complex values ((1+0j) * (-inf+nanj) is nan+nanj).
                 const long long j0 = base + (long long)lane * kScanItems;
+                const bool first = base == 0 && lane == 0;
                 A v[kScanItems];
                 A tot = ident;
                 for (int i = 0; i < kScanItems; ++i) {
                     const long long j = j0 + i;
-                    A u = ident;
-                    if (j < K) u = gt::load<A>(xl[(reverse ? K - 1 - j : j) * xs]);
-                    tot = MUL ? tot * u : tot + u;
+                    if (j < K) {
+                        const A u = gt::load<A>(xl[(reverse ? K - 1 - j : j) * xs]);
+                        tot = (i > 0 || first) ? (MUL ? tot * u : tot + u) : u;
+                    }
                     v[i] = tot;
                 }
                 // ...then the lanes' totals are scanned across the warp.
@@ -396,16 +401,19 @@ __device__ void scan(const T* __restrict__ x, O* __restrict__ out, const long lo
                     A u = shfl_up(inc, off);
                     if (lane >= off) inc = MUL ? u * inc : u + inc;
                 }
-                A excl = shfl_up(inc, 1);
-                if (lane == 0) excl = ident;
-                const A pre = MUL ? carry * excl : carry + excl;
+                const A excl = shfl_up(inc, 1);
+                // what precedes this lane's items: nothing (the line's start), the carry, the
+                // lanes below, or both
+                const A pre = lane == 0 ? carry
+                                        : (base == 0 ? excl : (MUL ? carry * excl : carry + excl));
                 for (int i = 0; i < kScanItems; ++i) {
                     const long long j = j0 + i;
                     if (j < K)
-                        ol[reverse ? K - 1 - j : j] = gt::store<O>(MUL ? pre * v[i] : pre + v[i]);
+                        ol[reverse ? K - 1 - j : j] = gt::store<O>(
+                            first ? v[i] : (MUL ? pre * v[i] : pre + v[i]));
                 }
                 const A chunk = shfl_idx(inc, 31);
-                carry = MUL ? carry * chunk : carry + chunk;
+                carry = base == 0 ? chunk : (MUL ? carry * chunk : carry + chunk);
             }
         }
         return;

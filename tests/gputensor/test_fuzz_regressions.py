@@ -1202,3 +1202,32 @@ def test_nan_to_num_in_place_leaves_integers_untouched(device: str, dtype: str) 
     same_result(run, device)
     same_result(lambda L, d: t(L, d, [0, 1], dtype).nan_to_num_(nan=2.0), device)
     same_error_type(lambda L, d: t(L, d, [1.0]).expand(2).nan_to_num_(), device)
+
+
+# -- seed 707 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
+def test_qr_of_a_negative_zero_pivot_reflects_like_pytorch(device: str, dtype: str) -> None:
+    """A first column (-0.0, 3): LAPACK builds differ on the sign of a -0.0 pivot; R[0, 0] is
+    -3 as with PyTorch's."""
+    data = [[-0.0, -2.0, 1.0, 1.0], [3.0, -0.0, -2.0, -2.0]]
+    same_result(lambda L, d: L.geqrf(t(L, d, data, dtype)), device)
+    same_result(lambda L, d: L.linalg.qr(t(L, d, data, dtype)), device)
+
+
+def test_unravel_index_wraps_out_of_range_indices(device: str) -> None:
+    """PyTorch's formula has no range check: (i // prod(shape[k+1:])) % shape[k]."""
+    same_result(lambda L, d: L.unravel_index(t(L, d, -3), ()), device)
+    same_result(lambda L, d: L.unravel_index(t(L, d, [1, -7, 100, 7]), (4, 5)), device)
+    same_result(lambda L, d: L.unravel_index(t(L, d, [[3, 9]], "int32"), (2, 2, 2)), device)
+    same_error_type(lambda L, d: L.unravel_index(t(L, d, 1), (2, 0)), device)
+
+
+def test_cumprod_meets_the_identity_once(device: str) -> None:
+    """(1+0j) * (-inf+1.8j) is -inf+nanj; a second product with the identity would make it
+    nan+nanj (the CUDA warp scan did)."""
+    data = [complex(-INF, 1.85), complex(-0.0, -0.88), complex(-2, 2.67), complex(2, -1.35)]
+    for dtype in ("complex64", "complex128"):
+        same_result(lambda L, d, dt=dtype: L.view_as_real(L.cumprod(t(L, d, data, dt)[::2], 0)),
+                    device)
+        same_result(lambda L, d, dt=dtype: L.view_as_real(L.cumprod(t(L, d, data * 70, dt), 0)),
+                    device)
