@@ -16,9 +16,21 @@ from ._scalar_range import checked_fill_value
 from .shape import _minmax, device_checks_indices
 
 
+def _is_empty_sequence(idx: Any) -> bool:
+    """An empty list/tuple, possibly nested ([[]]): no element to take a dtype from."""
+    while isinstance(idx, list | tuple):
+        if not idx:
+            return True
+        idx = idx[0]
+    return False
+
+
 def _as_index_tensor(idx: Any, device: Any) -> Tensor:
     from .creation import tensor
-    t = idx if isinstance(idx, Tensor) else tensor(idx, device=device)
+    if isinstance(idx, Tensor):
+        t = idx
+    else:  # an empty sequence indexes nothing, as int64 (PyTorch's, not the default dtype)
+        t = tensor(idx, device=device, dtype=D.int64 if _is_empty_sequence(idx) else None)
     if t.dtype.category > D.INTEGRAL:
         raise IndexError(f"tensors used as indices must be long, int, byte or bool tensors, got "
                          f"{t.dtype}")
@@ -200,10 +212,16 @@ def _check_bounds(base: Tensor, adv: list[Any], *, device_checked: bool = True) 
     :func:`device_checks_indices`)."""
     tensors = [t for t in adv if t is not None]
     try:
-        broadcast_shapes(*(t._shape for t in tensors))
+        shape = broadcast_shapes(*(t._shape for t in tensors))
     except RuntimeError:
         raise IndexError("shape mismatch: indexing tensors could not be broadcast together with "
                          "shapes " + ", ".join(str(list(t._shape)) for t in tensors)) from None
+    # PyTorch's AdvancedIndex check, on the shapes alone: an indexed dim of size 0 has no valid
+    # index, so any index into it is out of bounds (unless the indices select nothing)
+    if 0 in shape:   # the indices broadcast to nothing: no element is read, none is checked
+        return adv
+    if any(t is not None and base._shape[d] == 0 for d, t in enumerate(adv)):
+        raise IndexError("index is out of bounds for dimension with size 0")
     for d, t in enumerate(adv):
         if t is None or t.numel() == 0 or (device_checked and device_checks_indices(t)):
             continue

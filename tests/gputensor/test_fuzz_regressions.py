@@ -1231,3 +1231,17 @@ def test_cumprod_meets_the_identity_once(device: str) -> None:
                     device)
         same_result(lambda L, d, dt=dtype: L.view_as_real(L.cumprod(t(L, d, data * 70, dt), 0)),
                     device)
+
+
+# -- seed 808 ------------------------------------------------------------------------------------
+def test_indexing_a_dim_of_size_0(device: str) -> None:
+    """PyTorch's shape-only check comes first (also where CUDA leaves ranges to its kernels):
+    any index into a dim of size 0 is out of bounds, unless the indices broadcast to nothing;
+    an empty list index is int64."""
+    empty = lambda L, d: L.zeros(0, dtype=L.bool, device=d)  # noqa: E731
+    same_error(lambda L, d: empty(L, d).__setitem__((None, [0]), empty(L, d)), device)
+    same_error(lambda L, d: empty(L, d)[[0]], device)
+    same_result(lambda L, d: L.zeros(0, 3, device=d)[[0], []], device)
+    same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[[5], []], device)
+    same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[:, []], device)
+    same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[[], []], device)
