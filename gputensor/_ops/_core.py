@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -187,6 +187,19 @@ def check_out(out: Tensor, shape: tuple[int, ...], dtype: D.dtype, dev: Device,
                           f"out tensor of the right shape or an empty one.", UserWarning,
                           stacklevel=3)
         out.resize_(tuple(shape))
+
+
+def dims_one_at_a_time(dims: Sequence[int], ndim: int) -> list[int]:
+    """Normalised dims, checked one at a time as PyTorch's dim_list_to_bitset does (flip,
+    nansum): a repeat raises before a later dim's range."""
+    from gputensor._tensor import normalize_dim
+    out: list[int] = []
+    for d in dims:
+        d = normalize_dim(d, ndim)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return out
 
 
 def as_index_list(dims: Any, ndim: int) -> list[int]:

@@ -23,7 +23,7 @@ from gputensor.autograd.formulas import cj, expand_reduced, masked, unsqueeze_li
 from gputensor.kernels.reduce import REDUCTIONS, int_to_int64, norm_reduction
 from gputensor.kernels.registry import OPS, memory_cost
 
-from ._core import as_index_list, check_out, empty, kernel, op
+from ._core import as_index_list, check_out, dims_one_at_a_time, empty, kernel, op
 
 Dims = int | tuple[int, ...] | list[int] | None
 
@@ -130,6 +130,8 @@ def sum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = 
 def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
            out: Tensor | None = None) -> Tensor:
     """Sum treating NaN as zero."""
+    if isinstance(dim, list | tuple):   # unlike sum's, its dims are checked one at a time
+        dims_one_at_a_time(dim, input.dim())
     if input.dtype.is_complex:
         _dims(input, dim)     # the dims' errors first, as in PyTorch
         raise RuntimeError("nansum does not support complex inputs")

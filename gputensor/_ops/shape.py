@@ -23,7 +23,16 @@ from gputensor._tensor import Tensor, normalize_dim, parse_size
 from gputensor.autograd.formulas import sum_to
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
-from ._core import broadcast_shapes, check_out, common_device, empty, kernel, op, tensor_method
+from ._core import (
+    broadcast_shapes,
+    check_out,
+    common_device,
+    dims_one_at_a_time,
+    empty,
+    kernel,
+    op,
+    tensor_method,
+)
 from .copying import clone, strided_copy
 from .reduce import aminmax
 from .views import diagonal as diagonal_view
@@ -78,16 +87,6 @@ def _tensor_list(tensors: Any, op_name: str) -> list[Tensor]:
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
                             f"{type(t).__name__}")
     return list(tensors)
-
-
-def _dims_unique(dims: list[int], ndim: int) -> list[int]:
-    out: list[int] = []
-    for d in dims:  # one at a time, as PyTorch: a repeat raises before a later dim's range
-        d = normalize_dim(d, ndim)
-        if d in out:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        out.append(d)
-    return out
 
 
 def _dim_size(t: Tensor, d: int) -> int:
@@ -628,7 +627,7 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
 @op(grad={"input": "flip(g, *dims)"}, jvp="auto_linear")
 def flip(input: Tensor, *dims: Any) -> Tensor:
     """A copy of input reversed along ``dims``."""
-    ds = _dims_unique(_varargs_ints(dims, "dims"), input.dim())
+    ds = dims_one_at_a_time(_varargs_ints(dims, "dims"), input.dim())
     ds = ds if input.dim() else []
     result = empty(input._shape, input.dtype, input.device)
     if result.numel():

@@ -1245,3 +1245,13 @@ def test_indexing_a_dim_of_size_0(device: str) -> None:
     same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[[5], []], device)
     same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[:, []], device)
     same_result(lambda L, d: L.arange(6, device=d).view(2, 3)[[], []], device)
+
+
+# -- seed 1001 -----------------------------------------------------------------------------------
+def test_nansum_checks_dims_one_at_a_time(device: str) -> None:
+    """nansum's dims are checked one at a time (a repeat before a later dim's range), sum's
+    all ranges first, as PyTorch's two kernels do."""
+    same_error(lambda L, d: L.nansum(L.zeros(0, 0, 0, dtype=L.bool, device=d), dim=(0, 0, 3),
+                                     dtype=L.bool), device)
+    same_error(lambda L, d: L.nansum(L.zeros(2, 2, 2, device=d), dim=(0, 0, 3)), device)
+    same_error(lambda L, d: L.sum(L.zeros(2, 2, 2, device=d), dim=(0, 0, 3)), device)
