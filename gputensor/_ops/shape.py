@@ -613,11 +613,11 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
     if input.dim() == 0:
         return gather(input, d, indices, out=out)
     size = input._shape[d]
-    if _check_bounds(indices, size, d, wrap=True):
-        indices = indices + (indices < 0) * size  # wrap negatives; gather sees 0 <= i < size
     sizes = list(input._shape)
     sizes[d] = indices._shape[d]
-    shape = broadcast_shapes(tuple(sizes), indices._shape)
+    shape = broadcast_shapes(tuple(sizes), indices._shape)  # (its error before the range's)
+    if _check_bounds(indices, size, d, wrap=True):
+        indices = indices + (indices < 0) * size  # wrap negatives; gather sees 0 <= i < size
     sizes = list(shape)
     sizes[d] = size
     return gather(expand(input, sizes), d, expand(indices, shape), out=out)

@@ -1097,7 +1097,7 @@ def same_error_type(build: Build, device: str) -> None:
     with pytest.raises(Exception) as want:
         build(torch, "cpu")
     with pytest.raises(type(want.value)):
-        build(gt, device)
+        synced(build(gt, device))
 
 
 @pytest.mark.parametrize("shape", [(3,), ()])
@@ -1255,3 +1255,9 @@ def test_nansum_checks_dims_one_at_a_time(device: str) -> None:
                                      dtype=L.bool), device)
     same_error(lambda L, d: L.nansum(L.zeros(2, 2, 2, device=d), dim=(0, 0, 3)), device)
     same_error(lambda L, d: L.sum(L.zeros(2, 2, 2, device=d), dim=(0, 0, 3)), device)
+
+
+# -- seed 1111 -----------------------------------------------------------------------------------
+def test_take_along_dim_broadcasts_before_checking_the_range(device: str) -> None:
+    same_error_type(lambda L, d: L.take_along_dim(L.zeros(3, 0, 1, dtype=L.bool, device=d),
+                                             t(L, d, [[[1]], [[-1]]]), 1), device)
