@@ -262,6 +262,13 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         # a 16-bit float target takes the value as a double first (rounding to inf)
         value = checked_fill_value(value, D.float64 if self._dtype.itemsize == 2 and
                                    self._dtype.is_floating_point else self._dtype)
+    if isinstance(value, Tensor) and value._dtype is not self._dtype:
+        # PyTorch's Python indexing selects with a 0-d integer tensor index, as with an int:
+        # the write is then a copy_ (or a masked fill), which casts the value
+        items = _normalize(index)
+        if any(_is_integer_scalar_tensor(it) for it in items):
+            index = tuple(int(it.item()) if _is_integer_scalar_tensor(it) else it
+                          for it in items)
     base, adv = _resolve(self, index)
     if all(a is None for a in adv):
         base.copy_(value)
@@ -275,6 +282,12 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
         _index_put(base, _check_bounds(base, adv), value, accumulate=False)
     elif isinstance(value, Tensor):
         _check_value_shape(base, adv, value)
+
+
+def _is_integer_scalar_tensor(it: Any) -> bool:
+    """A 0-d integer index tensor (not bool or uint8, which are masks)."""
+    return isinstance(it, Tensor) and not it.dim() and it._dtype not in (D.bool, D.uint8) \
+        and it._dtype.category <= D.INTEGRAL
 
 
 def _check_value_shape(base: Tensor, adv: list[Any], value: Tensor) -> None:

@@ -48,7 +48,8 @@ def _check_scatter(self: Tensor, dim: int, index: Tensor, src: Tensor | None,
     """Validate a scatter into ``self``; returns the normalized dim."""
     d = normalize_dim(dim, self.dim())     # the dim first, as in PyTorch
     _check_tensor(index, "index", op_name)
-    _check_index_dtype(index, f"{op_name}(): Expected dtype int32/int64 for index")
+    if index.numel():   # PyTorch checks an empty index's dtype no more than its values
+        _check_index_dtype(index, f"{op_name}(): Expected dtype int32/int64 for index")
     if src is not None and src.dtype is not self.dtype:
         raise RuntimeError(f"{op_name}(): Expected self.dtype to be equal to src.dtype")
     common_device(self, index, src, op_name=op_name)
@@ -372,16 +373,16 @@ def _index_fill(self: Tensor, dim: int, index: Tensor, value: Any, inplace: bool
     _check_tensor(index, "index", "index_fill_")
     _check_index_dtype(index, "index_fill_(): Expected dtype int64 for index.", long_only=True,
                        exc=IndexError)
-    if index.dim() > 1:
-        raise RuntimeError("Index has to be a vector/scalar")
     v = _scalar_value(value, "index_fill_")
     if (value.is_complex() if isinstance(value, Tensor) else
             isinstance(value, complex | np.complexfloating)) and not self.is_complex():
         raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
                            "supported")
+    d = normalize_dim(dim, self.dim())   # then the index's rank, then the value (PyTorch's order)
+    if index.dim() > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
     v = checked_fill_value(v, self._dtype)
     common_device(self, index, op_name="index_fill_")
-    d = normalize_dim(dim, self.dim())
     if math.prod(s for i, s in enumerate(self._shape) if i != d):
         # PyTorch checks the indices only when the filled slices have elements
         _check_bounds(index, _dim_size(self, d), d, wrap=True)

@@ -1261,3 +1261,31 @@ def test_nansum_checks_dims_one_at_a_time(device: str) -> None:
 def test_take_along_dim_broadcasts_before_checking_the_range(device: str) -> None:
     same_error_type(lambda L, d: L.take_along_dim(L.zeros(3, 0, 1, dtype=L.bool, device=d),
                                              t(L, d, [[[1]], [[-1]]]), 1), device)
+
+
+# -- seed 1212 -----------------------------------------------------------------------------------
+def test_setitem_with_0d_integer_tensor_indices_casts_the_value(device: str) -> None:
+    """PyTorch selects with a 0-d integer tensor index (basic indexing): the value is copied,
+    cast to the target's dtype; with a 1-d index the dtypes must match."""
+    def run(L: Any, d: str, shape: tuple, idx: Any) -> Any:
+        y = L.zeros(*shape, dtype=L.bool, device=d)
+        y[idx(L, d)] = t(L, d, 1, "uint8")
+        return y
+    same_result(lambda L, d: run(L, d, (2, 1), lambda L, d: (slice(None), t(L, d, 0))), device)
+    same_result(lambda L, d: run(L, d, (0, 1), lambda L, d: (slice(None), t(L, d, 0))), device)
+    same_result(lambda L, d: run(L, d, (0, 1, 0), lambda L, d: (
+        slice(None), t(L, d, 0), L.zeros(0, dtype=L.bool, device=d))), device)
+    same_error(lambda L, d: run(L, d, (2, 3), lambda L, d: (slice(None), t(L, d, [0, 2]))),
+               device)
+
+
+def test_scatter_skips_an_empty_index_dtype_check(device: str) -> None:
+    same_result(lambda L, d: L.scatter_add(t(L, d, [True]), 0, L.zeros(0, device=d),
+                                           L.zeros(0, dtype=L.bool, device=d)), device)
+    same_error(lambda L, d: L.scatter(t(L, d, [1.0]), 0, L.zeros(0, device=d),
+                                      L.zeros(0, dtype=L.float64, device=d)), device)
+
+
+def test_index_fill_checks_dim_before_the_value(device: str) -> None:
+    same_error(lambda L, d: t(L, d, 3, "uint8").index_fill(1, L.zeros(0, dtype=L.int64, device=d),
+                                                          NAN), device)
