@@ -1289,3 +1289,13 @@ def test_scatter_skips_an_empty_index_dtype_check(device: str) -> None:
 def test_index_fill_checks_dim_before_the_value(device: str) -> None:
     same_error(lambda L, d: t(L, d, 3, "uint8").index_fill(1, L.zeros(0, dtype=L.int64, device=d),
                                                           NAN), device)
+
+
+# -- seed 1313 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("pad", [(), (1, 2), (1, 2, -1, 1), (-1, -2), (2, -4)])
+def test_constant_pad_of_complex128_with_a_nonzero_fill(device: str, pad: tuple) -> None:
+    """A fill of 1 is two different words per complex128 element (1.0, 0.0): CUDA fills the
+    output, then copies the kept input in."""
+    data = np.random.default_rng(0).standard_normal((3, 4, 2)).view(np.complex128)[..., 0]
+    same_result(lambda L, d: L.nn.functional.pad(t(L, d, data, "complex128"), pad, value=1.5),
+                device)

@@ -185,16 +185,29 @@ def _identity_dims(shape: Sequence[int], ostride: Sequence[int],
     return [_Dim(n, o, s) for n, o, s in zip(shape, ostride, xstride, strict=True)]
 
 
-def _fill_bits(value: Any, dt: D.dtype) -> int:
+def _fill_bits(value: Any, dt: D.dtype) -> int | None:
     """``value`` cast to ``dt`` as the CPU kernel casts it, as the bits of one element (of
-    each word, for a multi-word element: those must all agree)."""
+    each word, for a multi-word element); None when those words differ (complex128 1+0j)."""
     with np.errstate(all="ignore"):
         v = np.asarray(value).astype(dt.np_dtype)
     words = v.reshape(1).view(_WORDS[min(dt.itemsize, 8)][2])
-    if len(set(words.tolist())) != 1:
-        raise TypeError(f"'pad' on CUDA: a constant fill of {value!r} for {dt} is not "
-                        f"supported (only a fill whose words agree, such as 0)")
-    return int(words[0])
+    return int(words[0]) if len(set(words.tolist())) == 1 else None
+
+
+def _pad_by_fill(out: Tensor, x: Tensor, widths: list[tuple[int, int]], value: Any) -> None:
+    """A constant pad the remap cannot fill with one word: fill all of ``out``, then copy the
+    kept part of ``x`` (negative widths crop it) into its place."""
+    from gputensor.kernels.allocation import strided_copy
+
+    out.fill_(value)
+    ooff, xoff, shape = out._offset, x._offset, []
+    for n, (lo, hi), os_, xs in zip(x._shape, widths, out._stride, x._stride, strict=True):
+        ooff += max(lo, 0) * os_
+        xoff += max(-lo, 0) * xs
+        shape.append(n - max(-lo, 0) - max(-hi, 0))
+    if all(k > 0 for k in shape):
+        strided_copy(out._view(tuple(shape), out._stride, ooff),
+                     x._view(tuple(shape), x._stride, xoff))
 
 
 @CUDA.register("cat")
@@ -266,6 +279,9 @@ def pad(out: Tensor, x: Tensor, widths: list[tuple[int, int]], mode: str, value:
         else:
             spec.append(_Dim(m, os_, xs, code, lo, xsize=n))
     fill = _fill_bits(value, out._dtype) if code == PAD_CONSTANT else 0
+    if fill is None:
+        _pad_by_fill(out, x, widths, value)
+        return
     _remap(out, out._offset, x, x._offset, spec, fill, op_name="pad")
 
 
