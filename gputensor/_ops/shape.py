@@ -497,11 +497,11 @@ def dsplit(input: Tensor, indices_or_sections: Any) -> tuple[Tensor, ...]:
 def index_select(input: Tensor, dim: int, index: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Entries of ``input`` at ``index`` (a vector, no negative values) along ``dim``."""
     _check_tensor(index, "index", "index_select")
+    d = normalize_dim(dim, input.dim())   # the dim first, as in PyTorch
     _check_index_dtype(index, "index_select(): Expected dtype int32 or int64 for index")
     if index.dim() > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     dev = common_device(input, index, op_name="index_select")
-    d = normalize_dim(dim, input.dim())
     if input.dim() == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{index.numel()} value(s)")
@@ -601,17 +601,16 @@ def take_along_dim(input: Tensor, indices: Tensor, dim: int | None = None, *,
     _check_tensor(indices, "indices", "take_along_dim")
     if dim is None:  # as in PyTorch, gather checks the index dtype here: int32 passes
         return gather(reshape(input, -1), 0, reshape(indices, -1), out=out)
-    _check_index_dtype(indices, "take_along_dim(): dtype of indices should be Long but got "
-                       "{dtype}", long_only=True)
-    if input.dim() == 0:  # PyTorch wraps no dim here, not even 0 or -1
-        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
-    d = normalize_dim(dim, input.dim())
+    # PyTorch's order: the ranks, the index dtype, the dim's range, then a 0-d input's error
     if input.dim() != indices.dim():
         raise RuntimeError(f"take_along_dim(): input and indices should have the same number "
                            f"of dimensions, but got {input.dim()} dimensions for input, and "
                            f"{indices.dim()} dimensions for indices")
-    if input.dim() == 0:
-        return gather(input, d, indices, out=out)
+    _check_index_dtype(indices, "take_along_dim(): dtype of indices should be Long but got "
+                       "{dtype}", long_only=True)
+    d = normalize_dim(dim, input.dim())
+    if input.dim() == 0:  # a dim in range still names no dimension
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     size = input._shape[d]
     sizes = list(input._shape)
     sizes[d] = indices._shape[d]

@@ -1299,3 +1299,15 @@ def test_constant_pad_of_complex128_with_a_nonzero_fill(device: str, pad: tuple)
     data = np.random.default_rng(0).standard_normal((3, 4, 2)).view(np.complex128)[..., 0]
     same_result(lambda L, d: L.nn.functional.pad(t(L, d, data, "complex128"), pad, value=1.5),
                 device)
+
+
+# -- seed 1414 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, -1, 3])
+def test_take_along_dim_and_index_select_check_in_pytorchs_order(device: str, dim: int) -> None:
+    """take_along_dim: the ranks, the index dtype, the dim's range, then a 0-d input's error;
+    index_select: the dim first."""
+    same_error_type(lambda L, d: L.take_along_dim(t(L, d, True), t(L, d, [0]), dim), device)
+    same_error_type(lambda L, d: L.take_along_dim(t(L, d, True), t(L, d, 0), dim), device)
+    same_error_type(lambda L, d: L.take_along_dim(t(L, d, True), t(L, d, 0.0), dim), device)
+    same_error_type(lambda L, d: L.index_select(t(L, d, True), dim + 1,
+                                                L.zeros(0, device=d)), device)
