@@ -103,15 +103,20 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     if index.dtype is not D.int64:
         raise RuntimeError(f"put_(): Expected a long tensor for index, but got "
                            f"{index.dtype.legacy_name}")
+    if source.dtype is not self.dtype:   # no cast, as in PyTorch
+        raise RuntimeError(f"put_(): self and source expected to have the same dtype, but got "
+                           f"self.dtype = {self.dtype.legacy_name} and source.dtype = "
+                           f"{source.dtype.legacy_name}")
     if index.numel() != source.numel():
         raise RuntimeError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
+    if index.numel() and not self.numel():
+        raise IndexError("put_(): Tried to put elements into an empty tensor")
     if self.dim() == 0:     # through its 1-element view: an index may repeat (0 and -1)
         self.view(1).put_(index, source, accumulate)
         return self
-    return self.index_put_(_flat_coordinates(self, index), source.reshape(-1).to(self.dtype),
-                           accumulate)
+    return self.index_put_(_flat_coordinates(self, index), source.reshape(-1), accumulate)
 
 
 @op()

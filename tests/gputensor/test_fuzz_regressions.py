@@ -1311,3 +1311,16 @@ def test_take_along_dim_and_index_select_check_in_pytorchs_order(device: str, di
     same_error_type(lambda L, d: L.take_along_dim(t(L, d, True), t(L, d, 0.0), dim), device)
     same_error_type(lambda L, d: L.index_select(t(L, d, True), dim + 1,
                                                 L.zeros(0, device=d)), device)
+
+
+# -- seed 1515 -----------------------------------------------------------------------------------
+def test_put_requires_the_source_dtype_and_a_non_empty_target(device: str) -> None:
+    """put_ casts nothing (PyTorch's dtype check comes before the count and the range), and
+    refuses to put into an empty tensor with PyTorch's message."""
+    same_error(lambda L, d: L.put(L.zeros(0, dtype=L.bool, device=d), t(L, d, [-2]),
+                                  t(L, d, [3], "uint8")), device)
+    same_error(lambda L, d: L.zeros(3, device=d).put_(t(L, d, [0, 1]), t(L, d, [1.0], "float64")),
+               device)
+    same_error(lambda L, d: L.zeros(0, device=d).put_(t(L, d, [0]), t(L, d, [1.0])), device)
+    same_result(lambda L, d: L.zeros(3, device=d).put_(t(L, d, [2, -3]), t(L, d, [1.0, 2.0])),
+                device)
