@@ -16,6 +16,7 @@ from gputensor._tensor import Tensor
 from gputensor.kernels.registry import OPS
 
 from ._core import op, result_type, tensor_method
+from .elementwise import _check_tensor_operands
 
 
 def _atleast(tensors: tuple, ndim: int) -> Any:
@@ -168,10 +169,7 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Tensor:
 @op()
 def logaddexp2(input: Tensor, other: Tensor) -> Tensor:
     """log2(2^input + 2^other), without overflow."""
-    for i, (x, name) in enumerate(((input, "input"), (other, "other"))):
-        if not isinstance(x, Tensor):
-            raise TypeError(f"logaddexp2(): argument '{name}' (position {i + 1}) must be Tensor, "
-                            f"not {type(x).__name__}")
+    _check_tensor_operands("logaddexp2", (input, other))
     dt = result_type(input, other)
     if dt.category <= D.INTEGRAL or dt.is_complex:   # PyTorch's kernel has only real floats
         raise NotImplementedError(f"\"logaddexp2_{input.device.type}\" not implemented for "

@@ -26,7 +26,7 @@ from gputensor.kernels.registry import memory_cost
 
 from ._core import empty, kernel, op
 from .elementwise import elementwise
-from .shape import _minmax
+from .shape import _minmax, device_checks_indices
 
 _B, _T = 2, 3
 REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
@@ -382,7 +382,7 @@ def _embedding(weight: Tensor, indices: Tensor, padding_idx: int = -1,
     ``padding_idx`` and ``scale_grad_by_freq`` shape the gradient."""
     # CUDA's kernel checks each index into the device's error record (raised at the next
     # synchronising point, as PyTorch's device-side assert): a host check would sync per call.
-    if indices.numel() and weight._storage.device.type != "cuda":
+    if indices.numel() and not device_checks_indices(indices):
         replayable_check(_embedding_indices_in_range, indices, weight._shape[0])
     out = empty(indices._shape + (weight._shape[1],), weight._dtype, weight.device)
     if out.numel():
