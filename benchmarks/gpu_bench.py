@@ -946,10 +946,12 @@ def training_inputs(kind: str, sz: Sizes) -> tuple[str, tuple[np.ndarray, np.nda
     return what, (np.ascontiguousarray(idx[:, :-1]), np.ascontiguousarray(idx[:, 1:]))
 
 
-def training_step(lib: Lib, kind: str, sz: Sizes,
-                  inputs: tuple[np.ndarray, np.ndarray]) -> tuple[Any, Callable[[], Any]]:
+def training_step(lib: Lib, kind: str, sz: Sizes, inputs: tuple[np.ndarray, np.ndarray],
+                  compiled: bool = False) -> tuple[Any, Callable[[], Any]]:
     """(model, step) of the ``kind`` training step on ``lib``'s device: one call of step()
-    is zero_grad, forward, cross entropy, backward and an Adam update; it returns the loss."""
+    is zero_grad, forward, cross entropy, backward and an Adam update; it returns the loss.
+    ``compiled``: the forward and loss go through the library's ``compile(...,
+    mode='reduce-overhead')`` (CUDA graphs in both libraries); the optimizer steps eagerly."""
     m = lib.mod
     m.manual_seed(0)
     if kind == "mlp":
@@ -969,6 +971,8 @@ def training_step(lib: Lib, kind: str, sz: Sizes,
     else:
         ce = m.nn.functional.cross_entropy
         loss_of = lambda: ce(model(x), y)  # noqa: E731
+    if compiled:
+        loss_of = m.compile(loss_of, mode="reduce-overhead")
 
     def step() -> Any:
         opt.zero_grad()
@@ -979,14 +983,16 @@ def training_step(lib: Lib, kind: str, sz: Sizes,
     return model, step
 
 
-def _train_item(ctx: Ctx, kind: str) -> dict[str, Any]:
+def _train_item(ctx: Ctx, kind: str, compiled: bool = False) -> dict[str, Any]:
     sz = ctx.sz
     what, inputs = training_inputs(kind, sz)
-    item = {"what": f"training step (zero_grad, forward, cross entropy, backward, Adam): {what}",
+    how = "compiled (mode='reduce-overhead') " if compiled else ""
+    item = {"what": f"{how}training step (zero_grad, forward, cross entropy, backward, Adam): "
+                    f"{what}",
             "metric": "ms_per_step", "warmup_steps": sz.warmup_steps, "steps": sz.steps}
 
     def one(lib: Lib) -> dict[str, Any]:
-        model, step = training_step(lib, kind, sz, inputs)
+        model, step = training_step(lib, kind, sz, inputs, compiled)
         loss = step()
         first = float(loss.item())
         for _ in range(sz.warmup_steps - 1):
@@ -1042,6 +1048,16 @@ def item_train_lstm(ctx: Ctx) -> dict[str, Any]:
     return _train_item(ctx, "lstm")
 
 
+def item_train_gpt_compiled(ctx: Ctx) -> dict[str, Any]:
+    """Issue 14's GPU target: gt.compile with CUDA graphs <= 0.5x PyTorch eager's step (the
+    train_gpt item) and no slower than torch.compile(mode='reduce-overhead') (this item)."""
+    return _train_item(ctx, "gpt", compiled=True)
+
+
+def item_train_mlp_compiled(ctx: Ctx) -> dict[str, Any]:
+    return _train_item(ctx, "mlp", compiled=True)
+
+
 ITEMS: dict[str, Callable[[Ctx], dict[str, Any]]] = {
     "bandwidth_d2d": item_bandwidth_d2d,
     "add": item_add,
@@ -1057,6 +1073,8 @@ ITEMS: dict[str, Callable[[Ctx], dict[str, Any]]] = {
     "train_cnn": item_train_cnn,
     "train_gpt": item_train_gpt,
     "train_lstm": item_train_lstm,
+    "train_gpt_compiled": item_train_gpt_compiled,
+    "train_mlp_compiled": item_train_mlp_compiled,
 }
 
 

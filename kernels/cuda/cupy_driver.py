@@ -35,7 +35,8 @@ stream.pyx; cupy_backends/cuda/libs/cublas.pyx):
     Graph.launch(stream), Stream.ptr (0 for the legacy default stream);
   BLAS: cupy.cuda.device.get_cublas_handle and cupy_backends.cuda.libs.cublas.
     gemmStridedBatchedEx (host-pointer alpha/beta; it sets the handle's stream to the
-    current stream).
+    current stream, and refuses a capturing stream: products inside a CUDA graph capture
+    call the same libcublas through cublas_capture.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from . import arg_packing, binaries, nvrtc
+from . import arg_packing, binaries, cublas_capture, nvrtc
 from .memstats import MemoryStats
 from .runtime import (
     CAPTURE_ERROR,
@@ -522,6 +523,9 @@ class CupyRuntime:
         driver = int(self.cp.cuda.runtime.driverGetVersion())  # e.g. 13000 for CUDA 13.0
         nvrtc.prefer_major(driver // 1000)  # cubins the driver can load
         self._capture: _Capture | None = None  # an open CUDA graph capture
+        # products inside a capture (cublas_capture.py): made before the first capture
+        self._capture_blas: cublas_capture.CaptureBlas | None = None
+        self._capture_blas_tried = False
         self._several = self.cp.cuda.runtime.getDeviceCount() > 1
         if self._several:
             _bind_to_device(self)  # one GPU: the current device is always this one
@@ -673,8 +677,26 @@ class CupyRuntime:
             raise RuntimeError("CUDA graphs are captured on a side stream: use gt.cuda.graph"
                                "(...) or enter a gt.cuda.Stream (the default stream cannot "
                                "be captured)")
+        self._prepare_capture_blas()  # allocates: never while the stream is captured
         stream.begin_capture()
         self._capture = _Capture(stream)
+
+    def _prepare_capture_blas(self) -> None:
+        if self._capture_blas_tried:
+            return
+        self._capture_blas_tried = True
+        self.cp.cuda.device.get_cublas_handle()  # CuPy's own handle: libcublas is loaded
+        lib = cublas_capture.load_library()
+        if lib is None:
+            return
+        workspace = self.alloc(cublas_capture.WORKSPACE_BYTES)
+        self._capture_blas = cublas_capture.CaptureBlas(lib, int(workspace))
+        self._capture_blas_workspace = workspace  # freed with the runtime, never before
+
+    @property
+    def blas_captures(self) -> bool:
+        """Whether products on a capturing stream go to cuBLAS (else: the tiled kernel)."""
+        return self._capture_blas is not None
 
     def end_capture(self) -> CupyGraph:
         cap = self._capture
@@ -1000,9 +1022,20 @@ class CupyRuntime:
         opa, opb, scalars = _OPS[ta], _OPS[tb], _HOST_SCALARS
         scalar_of = _host_scalar
 
+        rt = self
+
         def run(alpha: Any, a: int, b: int, beta: Any, c: int) -> None:
             al = scalars.get((scale, type(alpha), alpha)) or scalar_of(alpha, scale)
             be = scalars.get((scale, type(beta), beta)) or scalar_of(beta, scale)
+            if rt._capture is not None and rt._capture_blas is not None:
+                # CuPy's wrapper would refuse the capturing stream (cublas_capture.py)
+                rt._capture_blas.gemm(rt._current_stream().ptr, opa, opb, m, n, k, al[1], a,
+                                      data_type, lda, stride_a, b, data_type, ldb, stride_b,
+                                      be[1], c, data_type, ldc, stride_c, batch, compute,
+                                      _GEMM_DEFAULT)
+                rt._capture.held.append(al[0])  # read when the call is made: kept regardless
+                rt._capture.held.append(be[0])
+                return
             call(handle(), opa, opb, m, n, k, al[1], a, data_type, lda, stride_a, b, data_type,
                  ldb, stride_b, be[1], c, data_type, ldc, stride_c, batch, compute,
                  _GEMM_DEFAULT)

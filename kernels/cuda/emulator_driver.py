@@ -171,6 +171,9 @@ class EmulatorRuntime:
     def capturing(self) -> bool:
         return self._capture is not None
 
+    # gemm records into a capture, as the CuPy driver's products do (cublas_capture.py)
+    blas_captures = True
+
     def _not_capturing(self, what: str) -> None:
         if self._capture is not None:
             raise RuntimeError(CAPTURE_ERROR.format(what=what))
@@ -529,9 +532,6 @@ class EmulatorRuntime:
         """Strided-batched gemm with NumPy (TF32 does not exist on the CPU: full float32);
         16-bit floats compute in float32 and round once, as cuBLAS with a float32 compute
         type does."""
-        if self._capture is not None:  # as CuPy's cuBLAS wrappers (cublas.pyx, setStream)
-            raise NotImplementedError("calling cuBLAS API during stream capture is currently "
-                                      "unsupported")
         dt = np.dtype(dtype)
         work = np.dtype(np.float32) if dt.itemsize == 2 and dt.kind in "fV" else dt
         ra, ca = gemm_op_shape(transa, m, k)
@@ -547,6 +547,10 @@ class EmulatorRuntime:
             bv = column_major(self._typed(b + i * stride_b * dt.itemsize,
                                           gemm_extent(rb, cb, ldb), dt), rb, cb, ldb, "B")
             views.append((cv, av, bv))
+        if self._capture is not None:  # recorded, as cuBLAS records into a stream capture
+            self._capture.append(functools.partial(_gemm_views, views, transa, transb, alpha,
+                                                   beta, work))
+            return
         _gemm_views(views, transa, transb, alpha, beta, work)
 
     def gemm_plan(self, transa: str, transb: str, m: int, n: int, k: int, lda: int, ldb: int,

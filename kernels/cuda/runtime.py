@@ -56,7 +56,9 @@ graphs     begin_capture() (the current stream's work from now on is recorded, n
            blocks freed meanwhile stay reserved for the graph; host reads and device
            synchronisation raise), end_capture() -> graph (.launch(): replay on the current
            stream, .release(): return its blocks), hold(obj) (keep an object the captured work
-           reads alive with the graph), capturing (attribute: a capture is open)
+           reads alive with the graph), capturing (attribute: a capture is open),
+           blas_captures (attribute: gemm records into an open capture; where it is False,
+           products inside a capture run the tiled gemm kernel)
 IPC        ipc_export(ptr) -> (handle, offset): a picklable handle another process opens to
            reach the allocation holding ``ptr`` and ptr's offset in it (the host first waits
            for the current stream, so the receiver sees the data as of the export);
@@ -101,7 +103,7 @@ RUNTIME_METHODS = (
     "external_stream",
 )
 RUNTIME_ATTRIBUTES = ("name", "is_emulated", "synchronous_launches", "device_index",
-                      "capturing")
+                      "capturing", "blas_captures")
 CAPTURE_ERROR = ("CUDA error: operation not permitted when stream is capturing "
                  "(cudaErrorStreamCaptureUnsupported): {what} during a CUDA graph capture")
 

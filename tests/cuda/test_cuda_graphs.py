@@ -121,7 +121,9 @@ def test_cupy_capture_needs_a_side_stream_and_keeps_freed_blocks(cupy_rt) -> Non
         q = rt.alloc(64)
         rt.memcpy_htod(q, np.arange(4, dtype=np.uint8))
         assert ("memcpyAsync", 4, side) in cp.log
-        # and its cuBLAS wrappers refuse a capturing stream (products go to the tiled kernel)
+        # and its cuBLAS wrappers refuse a capturing stream (with no libcublas mapped into the
+        # process for cublas_capture.py, as here, products go to the tiled kernel)
+        assert not rt.blas_captures
         with pytest.raises(NotImplementedError, match="cuBLAS API during stream capture"):
             rt.gemm("N", "N", 2, 2, 2, 1.0, q, 2, q, 2, 0.0, q, 2, np.float32)
         rt.free(q)
@@ -133,6 +135,69 @@ def test_cupy_capture_needs_a_side_stream_and_keeps_freed_blocks(cupy_rt) -> Non
     import gc
     gc.collect()
     assert rt.pool.used_bytes() < used  # released with the graph
+
+
+class _FakeCublas:
+    """libcublas as cublas_capture.py calls it through ctypes: a log of the calls."""
+
+    def __init__(self, log: list) -> None:
+        self.log = log
+
+    def cublasCreate_v2(self, handle) -> int:  # noqa: N802 - the C names
+        handle._obj.value = 0xC0B1A5
+        self.log.append(("cublasCreate",))
+        return 0
+
+    def cublasSetWorkspace_v2(self, handle, ptr, nbytes) -> int:  # noqa: N802
+        self.log.append(("cublasSetWorkspace", handle, ptr, nbytes))
+        return 0
+
+    def cublasSetStream_v2(self, handle, stream) -> int:  # noqa: N802
+        self.log.append(("cublasSetStream", handle, stream))
+        return 0
+
+    def cublasGemmStridedBatchedEx(self, handle, *args) -> int:  # noqa: N802
+        self.log.append(("cublasGemmStridedBatchedEx", handle, *args))
+        return 0
+
+
+def test_cupy_products_inside_a_capture_go_to_cublas_through_ctypes(cupy_rt, monkeypatch) -> None:
+    """CuPy's gemmStridedBatchedEx refuses a capturing stream (cublas.pyx, setStream); the
+    driver then calls libcublas itself, on its own handle whose workspace (from the pool) and
+    creation come before the capture begins, on the capturing stream."""
+    from gputensor.kernels.cuda import cublas_capture
+
+    rt, cp = cupy_rt
+    log: list = []
+    monkeypatch.setattr(cublas_capture, "load_library", lambda: _FakeCublas(log))
+    side = cp.cuda.Stream(non_blocking=True)
+    with side:
+        q = rt.alloc(64)
+        rt.gemm("N", "N", 2, 2, 2, 1.0, q, 2, q, 2, 0.0, q, 2, np.float32)  # eager: CuPy's
+        assert cp.log[-1][0] == "gemmStridedBatchedEx" and not log
+        rt.begin_capture()
+        assert rt.blas_captures
+        (create,), (_, handle, workspace, nbytes) = log[0], log[1]
+        assert create == "cublasCreate" and handle == 0xC0B1A5
+        assert nbytes == cublas_capture.WORKSPACE_BYTES and workspace in rt._table.by_base
+        del log[:]
+        n_cupy = sum(e[0] == "gemmStridedBatchedEx" for e in cp.log)
+        run = rt.gemm_plan("T", "N", 2, 3, 4, 4, 4, 2, np.float32, batch=5, stride_a=8,
+                           stride_b=12, stride_c=6)
+        run(2.0, int(q), int(q) + 4, 0.0, int(q) + 8)
+        assert sum(e[0] == "gemmStridedBatchedEx" for e in cp.log) == n_cupy  # not CuPy's
+        assert log[0] == ("cublasSetStream", 0xC0B1A5, side.ptr)
+        name, h, opa, opb, m, n, k, alpha, a, atype, lda, sa, b, btype, ldb, sb, beta, c, \
+            ctype, ldc, sc, batch, compute, algo = log[1]
+        assert (name, h, opa, opb, m, n, k) == ("cublasGemmStridedBatchedEx", 0xC0B1A5, 1, 0,
+                                                2, 3, 4)
+        assert (a, lda, sa, b, ldb, sb, c, ldc, sc, batch) == (int(q), 4, 8, int(q) + 4, 4, 12,
+                                                               int(q) + 8, 2, 6, 5)
+        assert atype == btype == ctype == 0 and compute == 68  # CUDA_R_32F, CUBLAS_COMPUTE_32F
+        assert np.frombuffer(fake_cupy._bytes_at(alpha, 4), np.float32)[0] == 2.0
+        assert np.frombuffer(fake_cupy._bytes_at(beta, 4), np.float32)[0] == 0.0
+        rt.free(q)
+        rt.end_capture().release()
 
 
 @needs_cuda
@@ -157,17 +222,13 @@ def test_make_graphed_callables_matches_eager_forward_and_backward() -> None:
         x = gt.randn(5, 8, device="cuda", requires_grad=True)
         xr = x.detach().clone().requires_grad_()
         y, e = m(x), ref(xr)
-        # close, not equal: captured products run the tiled kernel (CuPy's cuBLAS refuses
-        # capturing streams), eager ones cuBLAS (NumPy on the emulator)
-        np.testing.assert_allclose(y.detach().cpu().numpy(), e.detach().cpu().numpy(),
-                                   rtol=1e-6, atol=1e-7)
+        # equal: captured products are cuBLAS's as eager ones (NumPy's on the emulator)
+        np.testing.assert_array_equal(y.detach().cpu().numpy(), e.detach().cpu().numpy())
         (y * y).sum().backward()
         (e * e).sum().backward()
-        np.testing.assert_allclose(x.grad.cpu().numpy(), xr.grad.cpu().numpy(), rtol=1e-6,
-                                   atol=1e-7)
+        np.testing.assert_array_equal(x.grad.cpu().numpy(), xr.grad.cpu().numpy())
         for p, q in zip(m.parameters(), ref.parameters(), strict=True):
-            np.testing.assert_allclose(p.grad.cpu().numpy(), q.grad.cpu().numpy(), rtol=1e-5,
-                                       atol=1e-6)
+            np.testing.assert_array_equal(p.grad.cpu().numpy(), q.grad.cpu().numpy())
         m.zero_grad()
         ref.zero_grad()
         a = gt.randn(3, device="cuda", requires_grad=True)

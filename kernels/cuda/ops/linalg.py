@@ -175,11 +175,11 @@ def gemm_into(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None = None, beta: 
     k = a._shape[-1] if alpha != 0 else 0
     rt = runtime()
     capturing = rt.capturing
-    if dt in BLAS_DTYPES and not capturing:
+    if dt in BLAS_DTYPES and (not capturing or rt.blas_captures):
         _blas_gemm(rt, target, a, b, c, beta, alpha, k)
     elif dt in TILED_DTYPES:
-        # also the real floating products of a CUDA graph capture: CuPy's cuBLAS wrappers
-        # refuse a capturing stream (cublas.pyx, setStream), a kernel launch captures
+        # also the real floating products of a CUDA graph capture where cuBLAS cannot be
+        # captured (no libcublas found for cublas_capture.py): a kernel launch captures
         _tiled_gemm(target, a, b, c, beta, alpha, k)
     elif capturing:
         raise NotImplementedError(f"{dt} matrix products cannot be captured in a CUDA graph: "
