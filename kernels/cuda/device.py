@@ -422,6 +422,26 @@ def constant_array(values: Sequence[int], dtype: Any = np.int64) -> DeviceArray:
     return entry[0]
 
 
+def strided_pointers(base: int, step: int, count: int) -> DeviceArray:
+    """``constant_array([base + i * step for i in range(count)], uint64)`` (the addresses of
+    the matrices of a stack, cuBLAS' Aarray), cached under (base, step, count) so that a
+    repeated stack costs no list."""
+    rt = runtime()
+    if rt.capturing:
+        arr = DeviceArray(base + np.arange(count, dtype=np.uint64) * np.uint64(step), np.uint64)
+        rt.hold(arr)
+        return arr
+    stream = rt.current_stream()
+    key = (id(rt), id(stream), "pointers", base, step, count)
+    entry = _CONSTANTS.get(key)
+    if entry is None:
+        if len(_CONSTANTS) >= CONSTANTS_MAX:
+            clear_constants()
+        values = np.uint64(base) + np.arange(count, dtype=np.uint64) * np.uint64(step)
+        entry = _CONSTANTS[key] = (DeviceArray(values, np.uint64), rt, stream)
+    return entry[0]
+
+
 def clear_constants() -> None:
     """Drop every cached metadata array (``empty_cache`` and a runtime switch call this)."""
     _CONSTANTS.clear()

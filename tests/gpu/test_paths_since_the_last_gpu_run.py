@@ -101,6 +101,31 @@ def test_fft_on_cufft_matches_the_cpu() -> None:
     _close(xg.grad, xc.grad, 1e-8)
 
 
+@pytest.mark.parametrize("dtype", [gt.float32, gt.complex64, gt.float64])
+def test_batched_factorizations_in_place_match_the_cpu(dtype) -> None:
+    """kernels/cuda/ops/lapack_batched.py: potrfBatched (potrf above order 64), getrfBatched
+    and getrsBatched on the outputs, info from lapack.cu / getrfBatched."""
+    gt.manual_seed(2)
+    tol = 1e-4 if dtype in (gt.float32, gt.complex64) else 1e-9
+    for batch, n in ((256, 8), (2, 100)):
+        a = gt.randn(batch, n, n, dtype=dtype)
+        spd = a @ a.mH / n + gt.eye(n, dtype=dtype)
+        g = spd.cuda()
+        for upper in (False, True):
+            _close(gt.linalg.cholesky(g, upper=upper), gt.linalg.cholesky(spd, upper=upper), tol)
+        bad = spd.clone()
+        bad[1, 3, 3] = -5
+        assert gt.linalg.cholesky_ex(bad.cuda()).info.tolist() == \
+            gt.linalg.cholesky_ex(bad).info.tolist()
+        b = gt.randn(batch, n, 3, dtype=dtype)
+        _close(gt.linalg.solve(g, b.cuda()), gt.linalg.solve(spd, b), tol * 10)
+        _close(gt.linalg.inv(g), gt.linalg.inv(spd), tol * 10)
+    if dtype is not gt.complex64:
+        x, w = gt.randn(2, 4000, dtype=dtype), gt.hann_window(256, dtype=dtype)
+        _close(gt.stft(x.cuda(), 256, 64, window=w.cuda(), return_complex=True),
+               gt.stft(x, 256, 64, window=w, return_complex=True), tol * 10)
+
+
 def test_linalg_on_cusolver_matches_the_cpu() -> None:
     gt.manual_seed(1)
     a = gt.randn(3, 7, 7, dtype=gt.float64)

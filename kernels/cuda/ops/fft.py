@@ -11,8 +11,9 @@ as CuPy's own rfft of 2^20 floats does (21 us on an H200, against 99 us for this
 called rfftn: the 1-D route is still to be timed on a GPU).
 
 The fused stft/istft kernels (``_stft_r2c``, ``_istft_c2r``: see kernels/cpu/fft.py) are a few
-library calls: a reflect pad, a gather of the frames times the window and one batched rfft; an
-irfft of the frames, then an overlap-add in ceil(n_fft / hop) strided slice additions (frame t
+calls: the project's framing kernel (fft.cu: reflect padding by index, times the window, into
+one contiguous buffer), one batched cuFFT rfft and the copy into the result; an irfft of the
+frames, then an overlap-add in ceil(n_fft / hop) strided slice additions (frame t
 and segment r land on hop-sized block t + r) divided by the squared window's own.
 """
 
@@ -22,10 +23,25 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import empty
 from gputensor.kernels.registry import CUDA
 
+from ..device import CudaSource, grid_for, launch
+from ..dtypes import SHORT
 from .library import library_arrays
+from .linalg import materialize
+
+SRC = CudaSource("fft.cu")
+SRC.instantiate(
+    "stft_frames_{s}",
+    "{T}* frames, const {T}* x, const {T}* w, long long length, int n_frames, int n_fft, "
+    "int hop, int pad, long long total",
+    "gtfft::stft_frames<{T}>(frames, x, w, length, n_frames, n_fft, hop, pad, total)",
+    [{"s": SHORT[d], "T": t} for d, t in ((D.float32, "float"), (D.float64, "double"))])
 
 FORWARD_NORM = ("backward", "ortho", "forward")
 INVERSE_NORM = ("forward", "ortho", "backward")
@@ -70,14 +86,18 @@ def fft_c2r(out: Tensor, x: Tensor, dim: Sequence[int], normalization: int,
 @CUDA.register("_stft_r2c")
 def stft_r2c(out: Tensor, x: Tensor, window: Tensor, hop_length: int, pad: int,
              normalization: int) -> None:
-    with library_arrays(x, window, out) as (lib, (xa, wa, oa)):
-        xp = lib.xp
-        xa = xa if xa.ndim == 2 else xa[None]
-        if pad:
-            xa = xp.pad(xa, ((0, 0), (pad, pad)), mode="reflect")
-        starts = xp.arange(oa.shape[1]) * hop_length
-        frames = xa[:, starts[:, None] + xp.arange(wa.shape[0])] * wa
-        oa[...] = lib.fft.rfft(frames, axis=2, norm=FORWARD_NORM[normalization])
+    batch, n_frames = out._shape[0], out._shape[1]
+    n_fft = window._shape[0]
+    frames = empty((batch, n_frames, n_fft), x._dtype, x.device)
+    x, window = materialize(x) if not x.is_contiguous() else x, \
+        materialize(window) if not window.is_contiguous() else window
+    total = frames.numel()
+    if total:
+        launch(SRC, f"stft_frames_{SHORT[x._dtype]}", grid_for(total), 256,
+               [frames, x, window, np.int64(x._shape[-1]), np.int32(n_frames), np.int32(n_fft),
+                np.int32(hop_length), np.int32(pad), np.int64(total)])
+    with library_arrays(frames, out) as (lib, (fa, oa)):
+        oa[...] = lib.fft.rfft(fa, axis=2, norm=FORWARD_NORM[normalization])
 
 
 def _overlap_add(xp: Any, frames: Any, hop: int) -> Any:
