@@ -45,6 +45,12 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     except ValueError:   # NumPy's "array is too big": more bytes than an int64 counts
         _check_nbytes(shape, dtype)
         raise
+    return wrap_cpu(arr, dtype, shape)
+
+
+def wrap_cpu(arr: np.ndarray, dtype: D.dtype, shape: tuple[int, ...]) -> Tensor:
+    """A new CPU tensor that owns ``arr``, a fresh C-contiguous array of ``shape`` and
+    ``dtype`` (what empty_cpu allocates, or a NumPy ufunc's new result)."""
     storage = object.__new__(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
     if _untyped.inference_blocks and _untyped.in_inference_mode():

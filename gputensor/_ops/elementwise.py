@@ -242,6 +242,10 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
+        # the kernel's allocating form (CPU ufunc ops); never a profiler's or a capture's
+        # wrapper's copy of it, which would bypass the recording
+        kernels[device_type, "allocating"] = None if hasattr(k, "_gt_profiler_raw") else \
+            getattr(k, "allocating", None)
         return k
 
     def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
@@ -305,7 +309,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             # Fast path: tensors (or Parameters) of one dtype, shape and device, and Python
             # numbers that don't change the dtype.
             dt, shape, dev = t0._dtype, t0._shape, t0._storage.device
-            if _same_kind(args, dt, shape, dev) and (
+            if (kind := _same_kind(args, dt, shape, dev)) and (
                     len(shape) < 2 or (st := t0._stride) is _STRIDES_CACHE.get(shape)
                     or st == contiguous_strides(shape)
                     or (is_dense(shape, st) and _same_strides(args, st))):
@@ -313,6 +317,18 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                 if rule is not None:
                     if checks_alpha and params is not default_params:
                         _check_alpha(params[0], dt)
+                    if dev is CPU and rule[0] is rule[1]:
+                        alloc = cached_kernel(("cpu", "allocating"), _UNLOADED)
+                        if alloc is _UNLOADED:
+                            load_kernel("cpu")
+                            alloc = cached_kernel(("cpu", "allocating"))
+                        result = alloc(args, params, rule[0]) if alloc is not None else None
+                        if result is not None:
+                            if kind == 2 and is_grad_enabled():
+                                op.derivative.record(result, args, params)
+                            if _fw_state.active:
+                                elementwise_jvp(op, result, args, params)
+                            return result
                     if len(shape) > 1 and t0._stride != contiguous_strides(shape):
                         # PyTorch's fast set-up: operands of one dense layout keep it
                         result = empty_with_strides(shape, t0._stride, rule[1], dev)
@@ -321,7 +337,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                             empty(shape, rule[1], dev)
                     (cached_kernel(dev.type) or load_kernel(dev.type))(result, args, params,
                                                                        rule[0])
-                    if is_grad_enabled():
+                    if kind == 2 and is_grad_enabled():
                         op.derivative.record(result, args, params)
                     if _fw_state.active:
                         elementwise_jvp(op, result, args, params)
@@ -401,6 +417,9 @@ def _check_tensor_operands(name: str, args: Sequence[Any]) -> None:
                             f"{type(x).__name__}")
 
 
+_UNLOADED = object()  # a kernel cache slot not filled yet
+
+
 def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
     """Whether every tensor operand has these strides (numbers pass)."""
     for x in args:
@@ -409,21 +428,25 @@ def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
     return True
 
 
-def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> bool:
+def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> int:
     """Whether every operand is a tensor of dtype ``dt``, ``shape`` and device ``dev``, or a
-    Python number that keeps ``dt`` (a float with a float tensor, an int with a non-bool one)."""
+    Python number that keeps ``dt`` (a float with a float tensor, an int with a non-bool one):
+    0 if not, else 2 when a tensor operand requires grad and 1 when none does."""
+    kind = 1
     for x in args:
         tx = type(x)
         if tx is float:
             if not dt.is_floating_point:
-                return False
+                return 0
         elif tx is int:
             if dt is D.bool:
-                return False
+                return 0
         elif (type(x) is not Tensor and (not isinstance(x, Tensor) or x._sparse)) or \
                 x._dtype is not dt or x._shape != shape or x._storage.device is not dev:
-            return False   # (exact Tensors skip the isinstance/_sparse checks: the hot path)
-    return True
+            return 0   # (exact Tensors skip the isinstance/_sparse checks: the hot path)
+        elif x._requires_grad:
+            kind = 2
+    return kind
 
 
 # op name -> the inputs whose derivative formula reads input a (computed on first use)

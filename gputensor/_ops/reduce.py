@@ -21,7 +21,7 @@ from gputensor import return_types
 from gputensor._tensor import Tensor, contiguous_strides, normalize_dim
 from gputensor.autograd.formulas import cj, expand_reduced, masked, unsqueeze_like
 from gputensor.kernels.reduce import REDUCTIONS, int_to_int64, norm_reduction
-from gputensor.kernels.registry import OPS, memory_cost
+from gputensor.kernels.registry import OPS, kernel_cache, memory_cost
 
 from ._core import as_index_list, check_out, dims_one_at_a_time, empty, kernel, op
 
@@ -93,15 +93,24 @@ def _accumulate_dtype(dtype: Any, out: Tensor | None) -> D.dtype | None:
 
 
 _PLAIN_FLOATS = frozenset((D.float32, D.float64, D.float16, D.bfloat16))
+# (op name, device type) -> the strided kernel of a full reduction's fast path; emptied when
+# the profiler swaps kernel tables
+_FULL_KERNELS = kernel_cache()
+_ALL_DIMS = [tuple(range(n)) for n in range(65)]
 
 
 def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
               out: Tensor | None) -> Tensor:
     if dim is None and not keepdim and dtype is None and out is None and \
-            input._dtype in _PLAIN_FLOATS:
+            input._dtype in _PLAIN_FLOATS and not input._sparse:
         # loss.sum() and the like: one host path per step, so the general binding is skipped
-        result = empty((), REDUCTIONS[name].out(input._dtype), input.device)
-        kernel(input, name)(result, input, tuple(range(len(input._shape))))
+        dev = input._storage.device
+        k = _FULL_KERNELS.get((name, dev.type))
+        if k is None:
+            k = _FULL_KERNELS[name, dev.type] = kernel(input, name)
+        result = empty((), REDUCTIONS[name].out(input._dtype), dev)
+        ndim = len(input._shape)
+        k(result, input, _ALL_DIMS[ndim] if ndim < 65 else tuple(range(ndim)))
         return result
     if input._dtype in D.WIDE_UNSIGNED and dtype is None:  # sums in int64, as PyTorch
         input = input.to(D.int64)

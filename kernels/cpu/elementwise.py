@@ -17,6 +17,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
+from gputensor.kernels.allocation import wrap_cpu
 from gputensor.kernels.layout import broadcast_strides, is_dense, merge_dims
 from gputensor.kernels.registry import CPU, OpDef
 from gputensor.storage.allocator import host_bytes
@@ -302,8 +303,41 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         args = (out._host.reshape(-1), *arrays, *converted)
         return lambda: fn(*args)
 
+    def allocating(inputs: tuple, params: tuple, compute: D.dtype) -> Tensor | None:
+        """The op's result as a new tensor straight from NumPy's ufunc (no separate empty, no
+        out= plumbing), for the frontend's fast path: C-contiguous tensor operands of one
+        shape (at least 1-d, below the parallel size) in the float32/float64 compute dtype
+        that is also the result's, Python numbers, alpha 1. None where ``run`` must serve."""
+        if params and params[0] != 1:
+            return None
+        shape = None
+        arrays = []
+        for x in inputs:
+            tx = type(x)
+            if tx is float or tx is int:
+                arrays.append(_scalar(x, compute.np_dtype))
+                continue
+            if x._stride is not _STRIDES_CACHE.get(x._shape) or x._dtype is not compute:
+                return None
+            if shape is None:
+                shape = x._shape
+            arrays.append(x._np if x._np_buf is x._storage._buf else x._host)
+        if not shape or math.prod(shape) >= PARALLEL_THRESHOLD:
+            return None  # 0-d (NumPy returns a scalar), empty or big: run's kernels
+        if _FP_STATE is None:
+            with np.errstate(all="ignore"):
+                return wrap_cpu(ufunc(*arrays), compute, shape)
+        token = _FP_STATE.set(_FP_QUIET)
+        try:
+            result = ufunc(*arrays)
+        finally:
+            _FP_STATE.reset(token)
+        return wrap_cpu(result, compute, shape)
+
     run._gt_elementwise_op = op  # type: ignore[attr-defined]  (what gt.compile fuses)
     run.bind = bind  # type: ignore[attr-defined]
+    if ufunc is not None:
+        run.allocating = allocating  # type: ignore[attr-defined]
     return run
 
 
