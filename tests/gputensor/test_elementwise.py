@@ -1176,3 +1176,37 @@ def test_integer_pow_negative_tensor_exponent(device: str) -> None:
     tb, gb = pair([[-1, -2, -3, -1, 2]] * 3, I64, device)
     compare(torch.pow, gt.pow, [ta, tb], [ga, gb])
     compare(lambda e: 2 ** e, lambda e: 2 ** e, [tb], [gb])
+
+
+# -- the CPU fast path's allocating ufunc form -----------------------------------------------------
+@pytest.mark.parametrize("shape", [(16,), (3, 5), (2, 0), (), (1 << 17,)], ids=str)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "true_divide"])
+def test_allocating_fast_path_gives_a_fresh_contiguous_result(shape, name: str) -> None:
+    """Contiguous same-shape float operands take the ufunc's own result (0-d, empty-shaped and
+    big ones the kernels): same values, dtype, strides and a storage of its own either way."""
+    rng = np.random.default_rng(0)
+    an, bn = (rng.standard_normal(shape).astype(np.float32) for _ in range(2))
+    a, b = gt.tensor(an), gt.tensor(bn)
+    out = getattr(gt, name)(a, b)
+    ufunc = {"add": np.add, "sub": np.subtract, "mul": np.multiply,
+             "true_divide": np.divide}[name]
+    np.testing.assert_array_equal(out.numpy(), ufunc(an, bn))
+    assert out.dtype is gt.float32 and out.is_contiguous() and out._storage is not a._storage
+    assert out._storage._version == 0 and out.grad_fn is None
+    np.testing.assert_array_equal(getattr(gt, name)(a, 2.0).numpy(), ufunc(an, np.float32(2)))
+
+
+def test_allocating_fast_path_records_gradients_and_inference_tensors() -> None:
+    a = gt.randn(8, requires_grad=True)
+    b = gt.randn(8)
+    out = a * b
+    assert out.requires_grad and out.grad_fn is not None
+    out.sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), b.numpy())
+    with gt.no_grad():
+        assert (a * b).grad_fn is None
+    with gt.inference_mode():
+        assert (b + b).is_inference()
+    with np.errstate(all="raise"):   # PyTorch warns about nothing: inf - inf is nan, quietly
+        inf = gt.full((4,), float("inf"))
+        assert np.isnan((inf - inf).numpy()).all()
