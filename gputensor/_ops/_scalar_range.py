@@ -92,9 +92,10 @@ def checked_fill_value(value: Any, dtype: D.dtype) -> Any:
     return value
 
 
-def check_creation_data(arr: np.ndarray, dtype: D.dtype) -> np.ndarray:
-    """``gt.tensor``'s checks of Python data (``arr`` as NumPy read it) for ``dtype``; returns
-    the array to cast (integers beyond int64 become floats for a floating dtype)."""
+def check_creation_data(arr: np.ndarray, dtype: D.dtype, data: Any = None) -> np.ndarray:
+    """``gt.tensor``'s checks of Python data (``arr`` as NumPy read it from ``data``) for
+    ``dtype``; returns the array to cast (integers beyond int64 become floats for a floating
+    dtype)."""
     kind = arr.dtype.kind
     big = kind == "O" or (kind == "u" and arr.dtype.itemsize == 8)  # ints past int64's range
     if big and (dtype.is_floating_point or dtype.is_complex):
@@ -117,15 +118,30 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype) -> np.ndarray:
             # PyTorch converts element by element: a real value out of range before the first
             # complex one raises its overflow error ([300, 1+2j] as uint8)
             flat = arr.reshape(-1)
-            first = np.flatnonzero(flat.imag != 0)
-            head = flat[:first[0] if first.size else flat.size].real
+            if data is not None:   # the first complex object, even one with no imaginary part
+                values = np.array(data, dtype=object).reshape(-1).tolist()
+                end = next((i for i, v in enumerate(values)
+                            if isinstance(v, complex | np.complexfloating)), len(values))
+                head_data: Any = values[:end]
+            else:
+                first = np.flatnonzero(flat.imag != 0)
+                end = first[0] if first.size else flat.size
+                head_data = None
+            head = flat[:end].real
             if head.size:
-                check_creation_data(head, dtype)
+                check_creation_data(head, dtype, head_data)
         raise TypeError("must be real number, not complex" if dtype.is_floating_point
                         else "'complex' object cannot be interpreted as an integer")
     if rng is None or not arr.size or kind not in "iuf":
         return arr
     lo, hi = rng
+    if kind == "f" and data is not None and arr.size and (
+            (lo == 0 and float(arr.min()) < 0) or float(np.abs(arr).max()) >= _EXACT_FLOAT):
+        # ints and floats mixed into an integer dtype: PyTorch converts element by element,
+        # so a negative int wraps into an unsigned dtype where a negative float overflows
+        # ([0.5, -3] -> [0, 253]), and a big int keeps the digits a double would round away
+        # ([2**63 - 1, 0.5] as int64)
+        return _integer_elements(data, arr.shape, dtype, lo, hi)
     if kind == "f":
         bad = not np.isfinite(arr).all() or float(arr.min()) < float(lo) or \
             float(arr.max()) > float(hi)
@@ -135,3 +151,34 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype) -> np.ndarray:
         raise RuntimeError(f"value cannot be converted to type {dtype.np_dtype.name} without "
                            f"overflow")
     return arr
+
+
+_EXACT_FLOAT = 2.0 ** 53  # from here on a double no longer holds every integer
+
+
+def _integer_elements(data: Any, shape: tuple[int, ...], dtype: D.dtype, lo: int,
+                      hi: int) -> np.ndarray:
+    """Python numbers as an integer dtype one by one, with each one's own check: an int in
+    range (for an unsigned dtype in [-max, max], negatives wrapping), a float finite and in
+    range, truncated toward zero."""
+    values = np.array(data, dtype=object).reshape(-1).tolist()
+    out = np.empty(len(values), dtype.np_dtype)
+    for i, v in enumerate(values):
+        if isinstance(v, int | np.integer):
+            v = int(v)
+            if lo == 0:
+                ok = -hi <= v <= hi
+                v %= hi + 1
+            else:
+                ok = lo <= v <= hi
+        else:
+            f = float(v)   # compared as doubles, as c10 does: 2.0**63 passes for int64 ...
+            ok = math.isfinite(f) and float(lo) <= f <= float(hi)
+            v = int(f) if ok else 0
+            if v > hi:     # ... and converts to the x86 "integer indefinite", int64's lowest
+                v = lo
+        if not ok:
+            raise RuntimeError(f"value cannot be converted to type {dtype.np_dtype.name} "
+                               f"without overflow")
+        out[i] = v
+    return out.reshape(shape)

@@ -101,7 +101,7 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: b
     arr, inferred = _infer_from_python(data, allow_big_ints=python_data)
     dt = inferred if dtype is None else D.to_dtype(dtype)
     if python_data:  # PyTorch's range checks of Python numbers (NumPy data converts as is)
-        arr = check_creation_data(arr, dt)
+        arr = check_creation_data(arr, dt, data)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)
 
 

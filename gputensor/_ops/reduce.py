@@ -154,6 +154,10 @@ def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: An
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype "
                            f"but got {input.dtype.legacy_name}")
+    if dtype is not None and D.to_dtype(dtype).category < D.FLOATING:  # before the dims
+        raise RuntimeError(f"nanmean(): could not infer output dtype. Optional dtype must be "
+                           f"either a floating point or complex dtype. Got: "
+                           f"{D.to_dtype(dtype).legacy_name}")
     counts = (~input.isnan()).sum(dim, keepdim=keepdim)
     result = nansum(input, dim, keepdim, dtype=dtype) / counts
     return _deliver(result, out, "nanmean")

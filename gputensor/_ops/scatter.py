@@ -279,16 +279,17 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
                inplace: bool) -> Tensor:
     _check_tensor(index, "index", "index_add_")
     _check_tensor(source, "source", "index_add_")
-    _check_index_dtype(index, "index_add_(): Expected dtype int32/int64 for index")
+    d = normalize_dim(dim, self.dim())  # PyTorch's meta function wraps the dim first
     if index.dim() > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
                          f"{index.dim()} with type: {index.dtype.legacy_name} and size: "
                          f"{list(index._shape)}")
+    _check_index_dtype(index, "index_add_(): Expected dtype int32/int64 for index but got: "
+                       "{dtype}")
     if source.dtype is not self.dtype:
         raise RuntimeError(f"index_add_(): self ({self.dtype.legacy_name}) and source "
                            f"({source.dtype.legacy_name}) must have the same scalar type")
     common_device(self, index, source, op_name="index_add_")
-    d = normalize_dim(dim, self.dim())
     check_index_source("index_add_", self, d, index, source)
     # alpha converts to self's dtype with PyTorch's overflow check (300 is no uint8 alpha),
     # before the indices are range-checked; PyTorch's kernel for a self of more dims returns

@@ -243,23 +243,27 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     if bnd.dim() == 0:
         raise RuntimeError("searchsorted(): boundaries tensor should have positive dimension, "
                            "but got 0 dimension")
+    promoted_with = input  # PyTorch's result_type: a 0-d tensor or a number ranks below bnd
     if not isinstance(input, Tensor):
         from .creation import scalar_tensor
-        value = _scalar_value(input, "searchsorted")
+        value = promoted_with = _scalar_value(input, "searchsorted")
         input = scalar_tensor(value, D.scalar_dtype(value), bnd.device)
     if bnd.dim() > 1 and (input.dim() != bnd.dim() or input._shape[:-1] != bnd._shape[:-1]):
         raise RuntimeError(f"searchsorted(): boundaries tensor should be 1 dimension or the first "
                            f"N-1 dimensions of boundaries tensor and input value tensor must "
                            f"match, but we got boundaries tensor {list(bnd._shape)} and input "
                            f"value tensor {list(input._shape)}")
-    _no_complex(bnd, "searchsorted")
-    _no_complex(input, "searchsorted")
+    if input.numel():  # PyTorch dispatches on the dtype only when there is work
+        for t in (bnd, input):
+            if t.is_complex():
+                raise NotImplementedError(f"searchsorted(): not implemented for "
+                                          f"'{t.dtype.legacy_name}' tensors")
     dev = common_device(bnd, input, sorter, op_name="searchsorted")
     if sorter is not None:
         _check_sorter(_check_tensor(sorter, "sorter", "searchsorted"), bnd)
     result = _alloc(out, input._shape, D.int32 if out_int32 else D.int64, dev, "searchsorted")
     if result.numel():
-        compute = D.promote_types(bnd.dtype, input.dtype)
+        compute = result_type(bnd, promoted_with)
         kernel(input, "searchsorted")(result, bnd, input, use_right, sorter, compute)
     return _written(result, out)
 

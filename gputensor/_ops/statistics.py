@@ -183,8 +183,12 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     norm = norm.clamp(min=0)
     xm = xf - avg.unsqueeze(1)
     xw = xm if w is None else xm * w
-    c = xw @ xm.t().conj() / norm
-    return c.squeeze()
+    c = xw @ xm.t().conj()
+    if c.is_complex():
+        # the diagonal sums w |x - mean|^2: real, while the complex product's rounding can
+        # leave an imaginary part (which a zero norm turns into inf instead of PyTorch's nan)
+        c.diagonal().imag.zero_()
+    return (c / norm).squeeze()
 
 
 @op(method=True)

@@ -164,9 +164,13 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor, reduce:
         raise RuntimeError(f"index_reduce_(): self ({input.dtype.legacy_name}) and source "
                            f"({source.dtype.legacy_name}) must have the same scalar type")
     check_index_source("index_reduce_", input, d, index, source)
-    if index.numel() and _dim_size(input, d) == 0:  # PyTorch's kernel selects a slice first
-        _check_bounds(index, 0, d)
-    if input.dtype is D.bool or input.is_complex():   # before the index range, as in PyTorch
+    unsupported = input.dtype is D.bool or input.is_complex()
+    if unsupported and not include_self:  # a kernel of its own fills the slices first
+        raise NotImplementedError(f'"index_reduce_func_exclude_input_init" not implemented '
+                                  f"for '{input.dtype.legacy_name}'")
+    if index.numel() and input.dim() > 1:  # PyTorch's kernel selects the slices first
+        _check_bounds(index, _dim_size(input, d), d)
+    if unsupported:
         raise NotImplementedError(f'"index_func_" not implemented for '
                                   f"'{input.dtype.legacy_name}'")
     _check_bounds(index, _dim_size(input, d), d)    # negative indices are out of range too

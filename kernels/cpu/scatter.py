@@ -65,8 +65,10 @@ def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
 @CPU.register("index_add")
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
     a, s = _h1(self), _h1(source)
-    if alpha != 1 or a.dtype.kind == "c":  # PyTorch multiplies complex sources by alpha
-        with np.errstate(all="ignore"):    # even when it is 1 (inf's imaginary part is nan)
+    if alpha != 1 or (a.dtype.kind == "c" and self.dim() <= 1):
+        # PyTorch's kernel for a self of at most one dim multiplies complex sources by alpha
+        # even when it is 1 (inf's imaginary part is nan); its add kernel for more dims does not
+        with np.errstate(all="ignore"):
             s = s * _cast(alpha, a.dtype)
     idx = _h1(index).reshape(tuple(-1 if k == dim else 1 for k in range(s.ndim)))
     _scatter_into(self, s.shape, dim, idx, s.astype(a.dtype, copy=False), "sum")

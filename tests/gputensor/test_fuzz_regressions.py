@@ -1324,3 +1324,91 @@ def test_put_requires_the_source_dtype_and_a_non_empty_target(device: str) -> No
     same_error(lambda L, d: L.zeros(0, device=d).put_(t(L, d, [0]), t(L, d, [1.0])), device)
     same_result(lambda L, d: L.zeros(3, device=d).put_(t(L, d, [2, -3]), t(L, d, [1.0, 2.0])),
                 device)
+
+
+# -- seeds 1717 and 1919 -------------------------------------------------------------------------
+@pytest.mark.parametrize(("data", "dtype"), [
+    ([0.5, -3], "uint8"), ([[0.5, -3], [2, 1.5]], "uint8"), ([-129], "uint8"),
+    ([0.5, -256], "uint8"), ([-3.0], "uint8"), ([(1 + 0j), 0, -3], "uint8"),
+    ([0, 300, 1 + 0j], "uint8"), ([0.5, -3, 1j], "uint8"), ([2**63 - 1, 0.5], "int64"),
+    ([2.0**63, 1], "int64"), ([2**53 + 1, 0.0], "int64"), ([-129, 0.5], "int8")], ids=str)
+def test_tensor_from_mixed_numbers_converts_each_by_its_own_type(device: str, data: Any,
+                                                                 dtype: str) -> None:
+    """Integer dtypes from Python numbers, element by element as PyTorch converts: a negative
+    int wraps into an unsigned dtype where a negative float overflows, a big int keeps the
+    digits a double would round away, and the first complex object raises its TypeError."""
+    def build(L: Any, d: str) -> Any:
+        return L.tensor(data, dtype=getattr(L, dtype), device=d)
+
+    try:
+        torch.tensor(data, dtype=getattr(torch, dtype))
+    except (RuntimeError, TypeError):
+        same_error(build, device)
+    else:
+        same_result(build, device)
+
+
+def test_nanmean_checks_its_dtype_before_the_dims(device: str) -> None:
+    same_error(lambda L, d: L.nanmean(t(L, d, -0.67, "float16"), dim=1, dtype=L.bool), device)
+    same_error(lambda L, d: L.nanmean(t(L, d, [1.0, NAN]), dtype=L.int64), device)
+
+
+@pytest.mark.parametrize("value", [-1, 1000, 3])
+def test_searchsorted_casts_a_lower_ranked_value_to_the_boundaries_dtype(device: str,
+                                                                         value: int) -> None:
+    """A 0-d tensor or a number ranks below dimensioned boundaries (PyTorch's result_type):
+    -1 searched in uint8 boundaries is 255; a dimensioned value promotes both."""
+    same_result(lambda L, d: L.searchsorted(t(L, d, [0, 0, 4], "uint8"),
+                                            t(L, d, value, "int16"), out_int32=True), device)
+    same_result(lambda L, d: L.searchsorted(t(L, d, [0, 0, 4], "uint8"), value), device)
+    same_result(lambda L, d: L.searchsorted(t(L, d, [0, 0, 4], "uint8"),
+                                            t(L, d, [value, 3], "int16")), device)
+    same_result(lambda L, d: L.searchsorted(t(L, d, [4], "uint8"),
+                                            L.zeros(0, dtype=L.complex64, device=d)), device)
+    with pytest.raises(NotImplementedError, match="ComplexFloat"):
+        gt.searchsorted(gt.tensor([4.0], device=device), gt.tensor([1j], device=device))
+
+
+def test_complex_prod_of_one_element_is_one_times_it(device: str) -> None:
+    """(1+0j) * (inf-0.4j) is inf+nanj: the CUDA reduction's lanes that saw no element do not
+    multiply into the product (their identity is not exact for complex values)."""
+    z = complex(INF, -0.39641931653022766)
+    same_result(lambda L, d: t(L, d, z, "complex64").prod(0), device)
+    same_result(lambda L, d: t(L, d, [z], "complex64").prod(), device)
+    same_result(lambda L, d: t(L, d, [[z, 1 + 1j]], "complex128").prod(0), device)
+
+
+def test_complex_cov_diagonal_is_real_before_the_division(device: str) -> None:
+    """correction >= the observations divides by zero: the diagonal's zero imaginary part
+    becomes nan, as in PyTorch, not rounding noise over zero (inf)."""
+    x = [[-1 - 3.3856539726257324j, -2 + 2.439962148666382j],
+         [2 + 1.204458475112915j, -3 - 0.8262895345687866j]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        same_result(lambda L, d: L.cov(t(L, d, x, "complex64"), correction=2), device)
+
+
+# -- seeds 2020, 2121 and 2323 -------------------------------------------------------------------
+def test_index_add_complex_alpha_one_multiplies_only_for_a_vector(device: str) -> None:
+    """PyTorch's index_add for a self of at most one dim multiplies complex sources by alpha
+    even when it is 1 (inf + 3j becomes inf + nanj); its add kernel for more dims does not."""
+    src = [[[0j, complex(INF, 3.27)]], [[1 + 1j, 2j]]]
+    same_result(lambda L, d: L.zeros(2, 1, 4, dtype=L.complex64, device=d)[..., ::2].index_add(
+        0, t(L, d, [0, 0]), t(L, d, src, "complex64")), device)
+    same_result(lambda L, d: L.zeros(2, dtype=L.complex64, device=d).index_add(
+        0, t(L, d, [1, 0]), t(L, d, [complex(INF, 3.27), 1j], "complex64")), device)
+
+
+def test_index_add_and_index_reduce_check_in_pytorchs_order(device: str) -> None:
+    """index_add wraps the dim before the dtype checks; index_reduce refuses a bool or complex
+    self before any index check, naming the kernel that include_self selects."""
+    same_error(lambda L, d: t(L, d, True).index_add(1, t(L, d, [], "int64"),
+                                                    t(L, d, 0, "uint8"), alpha=0), device)
+    same_error(lambda L, d: L.zeros(3, device=d).index_add(0, L.zeros(2, device=d),
+                                                           L.zeros(2, device=d)), device)
+    for include_self in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            same_error(lambda L, d, inc=include_self: L.zeros(0, dtype=L.bool, device=d)
+                       .index_reduce(0, t(L, d, [-2]), t(L, d, [False]), "prod",
+                                     include_self=inc), device)

@@ -330,8 +330,10 @@ def _slice_walk(self: Tensor, dim: int, index: Tensor, source: Tensor | None,
 def index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any) -> None:
     _alert_float_atomics(self, "index_add_cuda_")
     w = _slice_walk(self, dim, index, source, _dims(source)[0], "index_add")
-    # PyTorch multiplies complex sources by alpha even when it is 1 (inf's imaginary part is nan)
-    w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 and not self.is_complex() else alpha)
+    # PyTorch's kernel for a self of at most one dim multiplies complex sources by alpha even
+    # when it is 1 (inf's imaginary part is nan); its add kernel for more dims does not
+    w.run(_REDUCE, _OPS["sum"], alpha=None if alpha == 1 and not (self.is_complex() and
+                                                                 self.dim() <= 1) else alpha)
     w.check()
 
 

@@ -32,6 +32,7 @@ from ..device import (
     read_back,
 )
 from ..dtypes import FLOAT_DTYPES, REAL_DTYPES, short_name, variants
+from .linalg import materialize
 
 SRC = CudaSource("sort.cu")
 BLOCK = 256
@@ -399,6 +400,10 @@ def searchsorted(out: Tensor, boundaries: Tensor, values: Tensor, right: bool,
     else:
         _short(compute, "searchsorted")
         mode = "i"
+        if values._dtype is not compute and values.numel():
+            # a value ranked below the boundaries (0-d, a number) takes their dtype first, as
+            # in PyTorch: -1 searched in uint8 boundaries is 255 (the boundaries never narrow)
+            values = materialize(values, compute)
     n = boundaries._shape[-1]
     gather = None if sorter is None else _stage(sorter, "i", None, n)
     bnd = _stage(boundaries, mode, gather, n)
