@@ -543,10 +543,10 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
            out: Tensor | None = None) -> Tensor:
     """out[i][j][k] = input[index[i][j][k]][j][k] (for dim=0); the result has index's shape."""
     _check_tensor(index, "index", "gather")
-    _check_index_dtype(index, "gather(): Expected dtype int32/int64 for index")
+    d = normalize_dim(dim, input.dim())  # PyTorch: the dim first; no dtype rule for no index
     dev = common_device(input, index, op_name="gather")
-    d = normalize_dim(dim, input.dim())
     if index.numel():
+        _check_index_dtype(index, "gather(): Expected dtype int32/int64 for index")
         _check_gather_shapes(input, d, index)
         _check_bounds(index, _dim_size(input, d), d, error=RuntimeError, device_checked=True)
     result = _alloc(out, index._shape, input.dtype, dev, "gather")

@@ -13,6 +13,7 @@ terminal summary (tests/fuzz/conftest.py)."""
 
 from __future__ import annotations
 
+import math
 import re
 import zlib
 from collections.abc import Callable
@@ -122,6 +123,19 @@ def _overflowing_power(call: Call) -> bool:
     return bool(out.isinf().any())
 
 
+def _single_precision_power_overflow(call: Call, device: str) -> bool:
+    """A float32/16-bit norm of order p (not 0, 1, 2, inf) whose |x|^p overflows float."""
+    x = call.args[0]
+    p = call.kwargs.get("p", call.args[1] if len(call.args) > 1 else 2)
+    if not isinstance(x, Recipe) or x.dtype not in ("float32", "float16", "bfloat16",
+                                                      "complex64") or \
+            not isinstance(p, int | float) or float(p) in (0.0, 1.0, 2.0, math.inf, -math.inf):
+        return False
+    with np.errstate(all="ignore"):
+        big = np.abs(x.base.astype(np.complex128)).max(initial=0.0) ** float(p)
+    return bool(big > np.finfo(np.float32).max)
+
+
 def _single_precision_pole(call: Call, device: str) -> bool:
     """polygamma(n >= 1, x) of a non-double x holding a non-positive integer."""
     x = call.args[1] if len(call.args) > 1 else None
@@ -224,6 +238,16 @@ INTENDED: list[Intended] = [
              r"torch works$", "dtype, dim, index-range and overlap checks run on empty "
              "tensors too; PyTorch skips some of them when there is nothing to compute",
              _all_empty),
+    Intended("cov", "mismatch", r"values differ", "a complex covariance whose products "
+             "overflow (|x|^2 past complex64's range): where an overflowing complex GEMM puts "
+             "inf and nan depends on the BLAS kernel's arithmetic (PyTorch's conjugate-"
+             "transposed gemm gives nan+nanj, NumPy's product of the conjugated copy inf+nanj)",
+             lambda c, d: isinstance(c.args[0], Recipe) and c.args[0].dtype == "complex64"
+             and bool(np.abs(c.args[0].base.astype(np.complex128)).max(initial=0.0) > 1e19)),
+    Intended("norm", "mismatch", r"values differ", "a norm of order p other than 0, 1, 2 and "
+             "+-inf sums |x|^p in float64 (kernels/reduce.py's normp), where PyTorch sums it "
+             "in float for single and half precision: |x|^p past float's range (1e30 ** 3) "
+             "is inf there and the exact norm here", _single_precision_power_overflow),
     Intended("polygamma", "mismatch", r"values differ", "polygamma at a pole (a non-positive "
              "integer) in single precision: PyTorch's float trigamma evaluates pi^2 / "
              "sin^2(pi x) in float (7.9e10 at -128), gputensor in double (4.0e28, what PyTorch "

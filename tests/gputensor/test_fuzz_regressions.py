@@ -1412,3 +1412,15 @@ def test_index_add_and_index_reduce_check_in_pytorchs_order(device: str) -> None
             same_error(lambda L, d, inc=include_self: L.zeros(0, dtype=L.bool, device=d)
                        .index_reduce(0, t(L, d, [-2]), t(L, d, [False]), "prod",
                                      include_self=inc), device)
+
+
+# -- seed 2727 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("dim", [0, 5])
+def test_gather_wraps_the_dim_first_and_takes_any_empty_index(device: str, dim: int) -> None:
+    for index in ((0, 0, 0), (0,)):
+        def build(L: Any, d: str, s: tuple = index) -> Any:
+            return L.gather(L.zeros(1, 1, 1, dtype=L.bool, device=d), dim, L.zeros(s, device=d))
+
+        (same_result if dim == 0 else same_error)(build, device)
+    same_error(lambda L, d: L.gather(L.zeros(1, 1, 1, device=d), dim, L.zeros(2, 1, 1, device=d)),
+               device)
