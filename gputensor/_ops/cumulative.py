@@ -168,8 +168,10 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
     (result,) = _log_step_scan((work,), d, lambda e, lt: (gt.logaddexp(e[0], lt[0]),))
     if result is x:  # fewer than two elements per slice: nothing was combined
         result = x.clone()
-    if input.dtype.is_complex:  # a NaN part makes the element NaN+NaNj (PyTorch's helper),
-        result = gt.where(result.isnan(), complex(math.nan, math.nan), result)  # the first too
+    if input.dtype.is_complex and input.dim():
+        # a NaN part makes the element NaN+NaNj (PyTorch's helper), the first one too; a 0-d
+        # input passes through as it is, as in PyTorch
+        result = gt.where(result.isnan(), complex(math.nan, math.nan), result)
     result = result.to(input.dtype).reshape(input.shape)
     if out is None:
         return result

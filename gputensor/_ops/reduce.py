@@ -491,6 +491,13 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
                                    f"dimension {d} because this dimension is empty and the "
                                    f"operation does not have an identity")
+    if order != 0 and math.prod(x._shape[d] for d in dims) == 1 and x.numel():
+        # one element per norm: |x| itself, as PyTorch gives it (no power that could overflow
+        # or round: the 2-norm of [1e30] in float32 is 1e30, not sqrt(inf))
+        result = x.abs()
+        if not keepdim:
+            result = result.reshape([n for i, n in enumerate(x._shape) if i not in dims])
+        return _deliver(result, out, "norm")
     result, flat = _alloc(x, dims, keepdim, REDUCTIONS[norm_reduction(order)].out(x.dtype))
     kernel(x, "norm")(flat, x, dims, order)
     return _deliver(result, out, "norm")

@@ -1424,3 +1424,22 @@ def test_gather_wraps_the_dim_first_and_takes_any_empty_index(device: str, dim: 
         (same_result if dim == 0 else same_error)(build, device)
     same_error(lambda L, d: L.gather(L.zeros(1, 1, 1, device=d), dim, L.zeros(2, 1, 1, device=d)),
                device)
+
+
+# -- seeds 3232 and 3535 -------------------------------------------------------------------------
+def test_complex_logcumsumexp_of_a_0d_input_passes_through(device: str) -> None:
+    for z in (complex(NAN, -INF), complex(2, NAN), complex(1, INF)):
+        same_result(lambda L, d, z=z: L.logcumsumexp(t(L, d, z, "complex64"), 0), device)
+        same_result(lambda L, d, z=z: L.logcumsumexp(t(L, d, [z], "complex64"), 0), device)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_norm_of_one_element_is_its_magnitude(device: str, dtype: str) -> None:
+    """PyTorch's norm of one element per output is |x|: no power that overflows (the 2-norm of
+    [1e30] in float32 is 1e30) or rounds (the 3-norm of [5.] is 5)."""
+    same_result(lambda L, d: L.dist(t(L, d, -0.5, dtype), t(L, d, 1e30, dtype)), device)
+    same_result(lambda L, d: t(L, d, [[1e30], [-2e30]], dtype).norm(dim=1), device)
+    same_result(lambda L, d: t(L, d, [[1e30, -2.5]], dtype)[:, ::2].renorm(2, 0, 1.0), device)
+    same_result(lambda L, d: t(L, d, [[5.0]], dtype).norm(p=3, dim=(0, 1), keepdim=True),
+                device)
+    same_result(lambda L, d: t(L, d, [3 + 4j], "complex64").norm(), device)
