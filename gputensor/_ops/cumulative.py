@@ -165,12 +165,19 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
         raise _not_implemented(f"logcumsumexp_out_{input.device.type}", input)
     # Half types accumulate in float32 (one rounding at the end, not one per round).
     work = x.float() if input.dtype.itemsize == 2 else x
-    (result,) = _log_step_scan((work,), d, lambda e, lt: (gt.logaddexp(e[0], lt[0]),))
+    complex_steps = input.dtype.is_complex and input.dim() > 0  # a 0-d input passes through
+    if complex_steps and x._shape[d]:
+        # PyTorch's step starts each slice from -inf+0j: a first element whose real part is
+        # -inf becomes -inf+0j (the imaginary part of exp(-inf) is no number)
+        work = work.clone()
+        first = work.narrow(d, 0, 1)
+        first.copy_(gt.where(first.real == -math.inf, complex(-math.inf, 0.0), first))
+    # the running value is logaddexp's second operand, as in PyTorch's step (which keeps it
+    # when both real parts are -inf)
+    (result,) = _log_step_scan((work,), d, lambda e, lt: (gt.logaddexp(lt[0], e[0]),))
     if result is x:  # fewer than two elements per slice: nothing was combined
         result = x.clone()
-    if input.dtype.is_complex and input.dim():
-        # a NaN part makes the element NaN+NaNj (PyTorch's helper), the first one too; a 0-d
-        # input passes through as it is, as in PyTorch
+    if complex_steps:  # a NaN part makes the element NaN+NaNj (PyTorch's helper)
         result = gt.where(result.isnan(), complex(math.nan, math.nan), result)
     result = result.to(input.dtype).reshape(input.shape)
     if out is None:

@@ -93,6 +93,18 @@ def _accumulate_dtype(dtype: Any, out: Tensor | None) -> D.dtype | None:
 
 
 _PLAIN_FLOATS = frozenset((D.float32, D.float64, D.float16, D.bfloat16))
+
+
+def _accumulated_as(input: Tensor, dt: D.dtype) -> Tensor:
+    """What a reduction with dtype=``dt`` reads: the input in ``dt``, except that a float
+    input reduced into a 16-bit float goes in as float32, its accumulation type (PyTorch reads
+    the elements straight into float: bfloat16 65536 averages with 0 to 32768 in float16
+    instead of overflowing on the way)."""
+    if dt is input.dtype:
+        return input
+    if dt in (D.float16, D.bfloat16) and input.dtype.is_floating_point:
+        return input.to(D.float32)
+    return input.to(dt)
 # (op name, device type) -> the strided kernel of a full reduction's fast path; emptied when
 # the profiler swaps kernel tables
 _FULL_KERNELS = kernel_cache()
@@ -183,7 +195,7 @@ def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
         raise RuntimeError(f"mean(): could not infer output dtype. "
                            f"{'Optional' if dtype is not None else 'Input'} dtype must be "
                            f"either a floating point or complex dtype. Got: {dt.legacy_name}")
-    x = input if dt is input.dtype else input.to(dt)
+    x = _accumulated_as(input, dt)
     dims = _dims(input, dim)
     result, flat = _alloc(input, dims, keepdim, dt)
     kernel(x, "mean")(flat, x, dims)

@@ -273,9 +273,12 @@ def renorm(input: Tensor, p: float, dim: int, maxnorm: float) -> Tensor:
                            f"dimensions")
     d = normalize_dim(dim, input.dim())
     others = [i for i in range(input.dim()) if i != d]
-    norms = gt.norm(input, p, dim=others, keepdim=True)
+    # 16-bit floats norm in float32, their accumulation type, as PyTorch's renorm does (a
+    # float16 slice whose 1-norm passes 65504 is rescaled, not zeroed by an inf norm)
+    wide = input.to(D.float32) if input.dtype in (D.float16, D.bfloat16) else input
+    norms = gt.norm(wide, p, dim=others, keepdim=True)
     factor = gt.where(norms > maxnorm, maxnorm / (norms + 1e-7), gt.ones_like(norms))
-    return input * factor
+    return input * factor.to(input.dtype) if wide is not input else input * factor
 
 
 @tensor_method()

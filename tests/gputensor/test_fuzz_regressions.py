@@ -1443,3 +1443,29 @@ def test_a_norm_of_one_element_is_its_magnitude(device: str, dtype: str) -> None
     same_result(lambda L, d: t(L, d, [[5.0]], dtype).norm(p=3, dim=(0, 1), keepdim=True),
                 device)
     same_result(lambda L, d: t(L, d, [3 + 4j], "complex64").norm(), device)
+
+
+# -- seeds 3838, 4242 and 4343 -------------------------------------------------------------------
+def test_complex_logcumsumexp_keeps_the_running_value_at_minus_inf(device: str) -> None:
+    """PyTorch's step starts from -inf+0j and keeps the running value when both real parts are
+    -inf: [-inf+0.48j, -inf+0.7j] gives [-inf+0j, -inf+0j]."""
+    ni = -INF
+    for data in ([complex(ni, 0.48), complex(ni, 0.7)], [complex(ni, 0.48), 1 + 1j, complex(ni, 2)],
+                 [[complex(NAN, INF), -0.92 - 0.003j, complex(ni, 0.48), 1.7 + 2.2j]]):
+        for dim in (0, -1):
+            same_result(lambda L, d, x=data, k=dim: L.logcumsumexp(t(L, d, x, "complex64"), k),
+                        device)
+
+
+def test_reductions_into_16_bit_floats_read_the_input_in_float32(device: str) -> None:
+    """mean(dtype=float16) of bfloat16 [1e-30, 65536] averages in float to 32768 (the input is
+    not rounded to float16 first, where 65536 overflows)."""
+    same_result(lambda L, d: t(L, d, [1e-30, 65504.0], "bfloat16").mean(dtype=L.float16), device)
+    same_result(lambda L, d: t(L, d, [[1e-30, 65504.0]], "bfloat16").mean(1, dtype=L.float16),
+                device)
+
+
+def test_renorm_of_16_bit_floats_norms_in_float32(device: str) -> None:
+    data = np.random.default_rng(0).uniform(1000, 9000, (3, 3, 3)).astype(np.float16)
+    same_result(lambda L, d: L.renorm(t(L, d, data), 1, 0, 1.0), device)
+    same_result(lambda L, d: L.renorm(t(L, d, data).to(L.bfloat16), 2, 1, 5.0), device)
