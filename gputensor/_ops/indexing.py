@@ -278,10 +278,10 @@ def setitem(self: Tensor, index: Any, value: Any) -> None:
             return
         _check_value_shape(base, adv, value)
         _check_index_put_dtypes(self, value)
+    elif isinstance(value, Tensor):
+        _check_value_shape(base, adv, value)  # the shapes before the indices' range
     if not _writes_nothing(base, adv):
         _index_put(base, _check_bounds(base, adv), value, accumulate=False)
-    elif isinstance(value, Tensor):
-        _check_value_shape(base, adv, value)
 
 
 def _is_integer_scalar_tensor(it: Any) -> bool:

@@ -237,8 +237,12 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         for x in inputs:
             if isinstance(x, Tensor):
                 a = x._host
-                if a.size == 1 and n != 1:
-                    operands.append(_scalar(a.reshape(-1)[0], cdt))  # broadcast scalar
+                if a.size == 1 and n != 1:  # a broadcast scalar, in the compute dtype first
+                    value = a.reshape(-1)[0]   # (float16 math sees int32 2**31 - 1 as inf)
+                    if cdt is not compute.np_dtype and a.dtype != compute.np_dtype:
+                        with np.errstate(over="ignore"):
+                            value = _scalar(value, compute.np_dtype)
+                    operands.append(_scalar(value, cdt))
                     pattern.append(False)
                     continue
                 if a.dtype != cdt:

@@ -1469,3 +1469,28 @@ def test_renorm_of_16_bit_floats_norms_in_float32(device: str) -> None:
     data = np.random.default_rng(0).uniform(1000, 9000, (3, 3, 3)).astype(np.float16)
     same_result(lambda L, d: L.renorm(t(L, d, data), 1, 0, 1.0), device)
     same_result(lambda L, d: L.renorm(t(L, d, data).to(L.bfloat16), 2, 1, 5.0), device)
+
+
+# -- seeds 4444, 4646 and 4747 -------------------------------------------------------------------
+def test_a_broadcast_scalar_operand_rounds_to_the_16_bit_compute_dtype(device: str) -> None:
+    """A one-element operand of another dtype joins float16/bfloat16 math rounded to that
+    dtype, as a full operand does: int32 2**31 - 1 is inf (0 * inf is nan), bfloat16 1e-30 is
+    0 in float16."""
+    same_result(lambda L, d: t(L, d, [-2**31, -1], "int32").addcmul(
+        t(L, d, [65504.0, 0.0], "float16"), t(L, d, 2**31 - 1, "int32"), value=0), device)
+
+    def xor(L: Any, d: str) -> Any:
+        out = L.zeros(2, dtype=L.bool, device=d)
+        L.logical_xor(t(L, d, [0.4755859375, 1.97], "float16"), t(L, d, 1e-30, "bfloat16"),
+                      out=out)
+        return out
+    same_result(xor, device)
+
+
+def test_setitem_checks_the_value_shape_before_the_indices_range(device: str) -> None:
+    def put(L: Any, d: str, rows: list, value: list) -> Any:
+        x = L.zeros(1, 2, dtype=L.bool, device=d)
+        x[t(L, d, rows), 0] = t(L, d, value)
+        return x
+    same_error(lambda L, d: put(L, d, [[0], [1]], [True, True]), device)
+    same_error(lambda L, d: put(L, d, [[0], [1]], [True]), device)  # (checked at the sync)
