@@ -119,7 +119,7 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype, data: Any = None) -> np
             # complex one raises its overflow error ([300, 1+2j] as uint8)
             flat = arr.reshape(-1)
             if data is not None:   # the first complex object, even one with no imaginary part
-                values = np.array(data, dtype=object).reshape(-1).tolist()
+                values = _python_values(data)
                 end = next((i for i, v in enumerate(values)
                             if isinstance(v, complex | np.complexfloating)), len(values))
                 head_data: Any = values[:end]
@@ -156,12 +156,17 @@ def check_creation_data(arr: np.ndarray, dtype: D.dtype, data: Any = None) -> np
 _EXACT_FLOAT = 2.0 ** 53  # from here on a double no longer holds every integer
 
 
+def _python_values(data: Any) -> list:
+    """Nested Python data's numbers, flat, each with its own Python type."""
+    return np.array(data, dtype=object).reshape(-1).tolist()
+
+
 def _integer_elements(data: Any, shape: tuple[int, ...], dtype: D.dtype, lo: int,
                       hi: int) -> np.ndarray:
     """Python numbers as an integer dtype one by one, with each one's own check: an int in
     range (for an unsigned dtype in [-max, max], negatives wrapping), a float finite and in
     range, truncated toward zero."""
-    values = np.array(data, dtype=object).reshape(-1).tolist()
+    values = _python_values(data)
     out = np.empty(len(values), dtype.np_dtype)
     for i, v in enumerate(values):
         if isinstance(v, int | np.integer):

@@ -105,6 +105,8 @@ def _accumulated_as(input: Tensor, dt: D.dtype) -> Tensor:
     if dt in (D.float16, D.bfloat16) and input.dtype.is_floating_point:
         return input.to(D.float32)
     return input.to(dt)
+
+
 # (op name, device type) -> the strided kernel of a full reduction's fast path; emptied when
 # the profiler swaps kernel tables
 _FULL_KERNELS = kernel_cache()

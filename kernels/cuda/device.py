@@ -406,39 +406,37 @@ def constant_array(values: Sequence[int], dtype: Any = np.int64) -> DeviceArray:
     repeats its layouts, so a repeated one costs a dict lookup instead of an allocation, an
     upload and a free. Per stream because the upload is ordered on the stream that first
     needed it. Never hand one to a kernel that writes its argument (use :class:`DeviceArray`)."""
-    rt = runtime()
-    if rt.capturing:  # its upload is captured, not run: the graph owns a private copy
-        arr = DeviceArray(values, dtype)
-        rt.hold(arr)
-        return arr
-    stream = rt.current_stream()
     values = tuple(values)
-    key = (id(rt), id(stream), dtype, values)
-    entry = _CONSTANTS.get(key)
-    if entry is None:
-        if len(_CONSTANTS) >= CONSTANTS_MAX:
-            clear_constants()  # the blocks return to the pool behind the work that read them
-        entry = _CONSTANTS[key] = (DeviceArray(values, dtype), rt, stream)
-    return entry[0]
+    return _cached_constant((dtype, values), values, dtype)
 
 
 def strided_pointers(base: int, step: int, count: int) -> DeviceArray:
     """``constant_array([base + i * step for i in range(count)], uint64)`` (the addresses of
     the matrices of a stack, cuBLAS' Aarray), cached under (base, step, count) so that a
     repeated stack costs no list."""
+    return _cached_constant(
+        ("pointers", base, step, count),
+        lambda: np.uint64(base) + np.arange(count, dtype=np.uint64) * np.uint64(step),
+        np.uint64)
+
+
+def _cached_constant(key: tuple, values: Any, dtype: Any) -> DeviceArray:
+    """The read-only device array of ``values`` (or of what a callable ``values`` returns, made
+    only on a miss) for the current stream, cached under ``key``; a capture gets a private
+    copy the graph holds (its upload is captured, not run)."""
     rt = runtime()
     if rt.capturing:
-        arr = DeviceArray(base + np.arange(count, dtype=np.uint64) * np.uint64(step), np.uint64)
+        arr = DeviceArray(values() if callable(values) else values, dtype)
         rt.hold(arr)
         return arr
     stream = rt.current_stream()
-    key = (id(rt), id(stream), "pointers", base, step, count)
-    entry = _CONSTANTS.get(key)
+    full_key = (id(rt), id(stream), *key)
+    entry = _CONSTANTS.get(full_key)
     if entry is None:
         if len(_CONSTANTS) >= CONSTANTS_MAX:
-            clear_constants()
-        values = np.uint64(base) + np.arange(count, dtype=np.uint64) * np.uint64(step)
-        entry = _CONSTANTS[key] = (DeviceArray(values, np.uint64), rt, stream)
+            clear_constants()  # the blocks return to the pool behind the work that read them
+        entry = _CONSTANTS[full_key] = (
+            DeviceArray(values() if callable(values) else values, dtype), rt, stream)
     return entry[0]
 
 

@@ -69,11 +69,18 @@ _DTYPE_OF_CTYPE = {c: d for d, c in CTYPES.items()}
 
 
 def fold_struct(fold: Reduction, d: D.dtype) -> str:
-    """The op struct (in namespace ``gtr``) that reduces ``d`` inputs with ``fold``."""
-    if fold.combine == "a * b" and d.is_complex:
-        return _tracked_product_struct(fold, d)
-    map_, comb, fin = _rendered(fold)
+    """The op struct (in namespace ``gtr``) that reduces ``d`` inputs with ``fold``. A complex
+    product is wrapped in reduce.cu's ``Tracked``: its identity is not exact, so partials that
+    saw no element must stay out of the result."""
     name = fold_struct_name(fold.name, CTYPES[d])
+    if fold.combine == "a * b" and d.is_complex:
+        return (_plain_fold_struct(fold, d, f"{name}_untracked") +
+                f"namespace gtr {{ struct {name} : Tracked<{name}_untracked> {{}}; }}\n")
+    return _plain_fold_struct(fold, d, name)
+
+
+def _plain_fold_struct(fold: Reduction, d: D.dtype, name: str) -> str:
+    map_, comb, fin = _rendered(fold)
     return (
         f"// {fold.name}: map {fold.map!r}, combine {fold.combine!r}, finalize {fold.finalize!r}\n"
         f"namespace gtr {{\n"
@@ -100,55 +107,6 @@ def fold_struct(fold: Reduction, d: D.dtype) -> str:
         f"long long, O1* out, O2*, long long o) {{\n"
         f"        (void)n;\n"
         f"        (void)p_p;\n"
-        f"        out[o] = gt::store<O1>({fin});\n"
-        f"    }}\n"
-        f"}};\n"
-        f"}}  // namespace gtr\n")
-
-
-def _tracked_product_struct(fold: Reduction, d: D.dtype) -> str:
-    """A complex product whose partials say whether they hold any element. The identity is not
-    exact for complex multiplication ((1+0j) * (inf+nanj) is nan+nanj), so the lanes and
-    accumulators that saw no element must not enter the product: a lone element x gives 1 * x,
-    as the CPU kernel and PyTorch do, whatever the launch shape."""
-    map_, comb, fin = _rendered(fold)
-    name = fold_struct_name(fold.name, CTYPES[d])
-    acc = accumulator_ctype(fold, d)
-    return (
-        f"// {fold.name} of complex values: map {fold.map!r}, combine {fold.combine!r}, "
-        f"finalize {fold.finalize!r}, partials tracked\n"
-        f"namespace gtr {{\n"
-        f"struct {name} {{\n"
-        f"    struct Acc {{ {acc} v; long long has; }};\n"
-        f"    typedef {CTYPES[fold.out(d)]} O1;\n"
-        f"    typedef long long O2;\n"
-        f"    typedef {element_ctype(fold, d)} scalar_t;\n"
-        f"    typedef double gt_float_t;\n"
-        f"    static __device__ __forceinline__ {acc} product({acc} a, {acc} b) {{\n"
-        f"        return ({acc})({comb});\n"
-        f"    }}\n"
-        f"    static __device__ __forceinline__ Acc init() {{\n"
-        f"        return Acc{{{acc}({fold.identity!r}), 0}};\n"
-        f"    }}\n"
-        f"    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {{\n"
-        f"        if (!b.has) return a;\n"
-        f"        if (!a.has) return b;\n"
-        f"        return Acc{{product(a.v, b.v), 1}};\n"
-        f"    }}\n"
-        f"    static __device__ __forceinline__ Acc step(Acc a, {CTYPES[d]} x_in, long long, "
-        f"double p_p) {{\n"
-        f"        const scalar_t x = gt::load<scalar_t>(x_in);\n"
-        f"        (void)p_p;\n"
-        f"        return Acc{{product(a.v, ({acc})({map_})), 1}};\n"
-        f"    }}\n"
-        f"    static __device__ __forceinline__ Acc shfl(Acc a, int m) {{\n"
-        f"        return Acc{{shfl_x(a.v, m), shfl_x(a.has, m)}};\n"
-        f"    }}\n"
-        f"    static __device__ __forceinline__ void store(Acc acc, long long n, double p_p, "
-        f"long long, O1* out, O2*, long long o) {{\n"
-        f"        (void)n;\n"
-        f"        (void)p_p;\n"
-        f"        const {acc} a = acc.v;\n"
         f"        out[o] = gt::store<O1>({fin});\n"
         f"    }}\n"
         f"}};\n"

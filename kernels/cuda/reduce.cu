@@ -182,6 +182,37 @@ struct LogSumExpOp {
     }
 };
 
+// ---- a fold whose identity is not exact: partials say whether they hold any element -------
+// A complex product's identity is not (1+0j times inf+nanj is nan+nanj), so the lanes and
+// accumulators that saw no element stay out of the result; a lone element x still gives
+// identity * x, as the CPU kernel and PyTorch compute it (fold_codegen.py wraps such folds).
+template <class F>
+struct Tracked {
+    struct Acc {
+        typename F::Acc v;
+        long long has;
+    };
+    typedef typename F::O1 O1;
+    typedef typename F::O2 O2;
+    static __device__ __forceinline__ Acc init() { return Acc{F::init(), 0}; }
+    static __device__ __forceinline__ Acc comb(Acc a, Acc b) {
+        if (!b.has) return a;
+        if (!a.has) return b;
+        return Acc{F::comb(a.v, b.v), 1};
+    }
+    template <class T>
+    static __device__ __forceinline__ Acc step(Acc a, T x, long long k, double p) {
+        return Acc{F::step(a.v, x, k, p), 1};
+    }
+    static __device__ __forceinline__ Acc shfl(Acc a, int m) {
+        return Acc{F::shfl(a.v, m), shfl_x(a.has, m)};
+    }
+    static __device__ __forceinline__ void store(Acc a, long long n, double p, long long flag,
+                                                 O1* out1, O2* out2, long long o) {
+        F::store(a.v, n, p, flag, out1, out2, o);
+    }
+};
+
 // ---- arg-extrema: (value, index); the first extremum wins, the first NaN wins and sticks ----
 template <class A>
 struct ValIdx {

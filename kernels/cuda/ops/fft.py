@@ -89,8 +89,8 @@ def stft_r2c(out: Tensor, x: Tensor, window: Tensor, hop_length: int, pad: int,
     batch, n_frames = out._shape[0], out._shape[1]
     n_fft = window._shape[0]
     frames = empty((batch, n_frames, n_fft), x._dtype, x.device)
-    x, window = materialize(x) if not x.is_contiguous() else x, \
-        materialize(window) if not window.is_contiguous() else window
+    x = x if x.is_contiguous() else materialize(x)  # the kernel reads rows of `length`
+    window = window if window.is_contiguous() else materialize(window)
     total = frames.numel()
     if total:
         launch(SRC, f"stft_frames_{SHORT[x._dtype]}", grid_for(total), 256,
