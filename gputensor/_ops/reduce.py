@@ -494,17 +494,19 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     if x.dtype.category < D.FLOATING:
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {x.dtype.legacy_name}")
-    dims = _dims(x, dim)
-    if order < 0 or order == math.inf:
+    if (order < 0 or order == math.inf) and x.numel() == 0:
         p_txt = {math.inf: "inf", -math.inf: "-inf"}.get(order, f"{order:g}")
-        if x.numel() == 0 and dim is None:
+        if dim is None or (not isinstance(dim, int) and len(dim) == 0):   # every dim
             raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on an empty "
                                f"tensor because the operation does not have an identity")
-        for d in dims:
-            if x._shape[d] == 0:
+        # PyTorch checks the dims one by one, each wrapped then tested for emptiness (so an
+        # empty dim before an out-of-range one is the error), the list's duplicates after
+        for d in [dim] if isinstance(dim, int) else dim:
+            if x._shape and x._shape[normalize_dim(d, x.dim())] == 0:
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
                                    f"dimension {d} because this dimension is empty and the "
                                    f"operation does not have an identity")
+    dims = _dims(x, dim)
     if order != 0 and math.prod(x._shape[d] for d in dims) == 1 and x.numel():
         # one element per norm: |x| itself, as PyTorch gives it (no power that could overflow
         # or round: the 2-norm of [1e30] in float32 is 1e30, not sqrt(inf))

@@ -102,10 +102,11 @@ def _quantile(input: Tensor, q: Any, dim: int | None, keepdim: bool, interpolati
     lo = ranks.floor().to(D.int64).clamp(0, max(n - 1, 0))
     hi = ranks.ceil().to(D.int64).clamp(0, max(n - 1, 0))
     v_lo, v_hi = values.gather(-1, lo), values.gather(-1, hi)
+    # PyTorch interpolates with lerp (its two-sided formula: -inf lerp -1 at 0.5 is -inf)
     if interpolation == "midpoint":
-        out = v_lo + (v_hi - v_lo) * 0.5
+        out = v_lo.lerp(v_hi, 0.5)
     elif interpolation == "linear":
-        out = v_lo + (v_hi - v_lo) * (ranks - lo.to(values.dtype))
+        out = v_lo.lerp(v_hi, ranks - lo.to(values.dtype))
     else:
         out = v_lo
     if ignore_nan:  # a slice with no valid value gives NaN

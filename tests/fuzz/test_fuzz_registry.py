@@ -123,17 +123,42 @@ def _overflowing_power(call: Call) -> bool:
     return bool(out.isinf().any())
 
 
+_SINGLE = ("float32", "float16", "bfloat16", "complex64")
+
+
+def _power_overflows(magnitude: float, p: object) -> bool:
+    """|x|^p past float's range for an order p other than 0, 1, 2 and +-inf."""
+    if not isinstance(p, int | float) or float(p) in (0.0, 1.0, 2.0, math.inf, -math.inf):
+        return False
+    with np.errstate(all="ignore"):
+        return bool(magnitude ** float(p) > np.finfo(np.float32).max)
+
+
 def _single_precision_power_overflow(call: Call, device: str) -> bool:
     """A float32/16-bit norm of order p (not 0, 1, 2, inf) whose |x|^p overflows float."""
     x = call.args[0]
     p = call.kwargs.get("p", call.args[1] if len(call.args) > 1 else 2)
-    if not isinstance(x, Recipe) or x.dtype not in ("float32", "float16", "bfloat16",
-                                                      "complex64") or \
-            not isinstance(p, int | float) or float(p) in (0.0, 1.0, 2.0, math.inf, -math.inf):
+    if not isinstance(x, Recipe) or x.dtype not in _SINGLE:
         return False
-    with np.errstate(all="ignore"):
-        big = np.abs(x.base.astype(np.complex128)).max(initial=0.0) ** float(p)
-    return bool(big > np.finfo(np.float32).max)
+    return _power_overflows(np.abs(x.base.astype(np.complex128)).max(initial=0.0), p)
+
+
+def _complex_with_infinities_on_cuda(call: Call, device: str) -> bool:
+    """A complex input holding an infinite part, reduced on a CUDA device."""
+    x = call.args[0]
+    return device.startswith("cuda") and isinstance(x, Recipe) and \
+        x.dtype in ("complex64", "complex128") and bool(np.isinf(x.base).any())
+
+
+def _single_precision_dist_overflow(call: Call, device: str) -> bool:
+    """dist(a, b, p) of float32/16-bit tensors whose |a - b|^p overflows float."""
+    a, b = call.args[:2]
+    p = call.kwargs.get("p", call.args[2] if len(call.args) > 2 else 2)
+    if not isinstance(a, Recipe) or not isinstance(b, Recipe) or a.dtype not in _SINGLE:
+        return False
+    diff = (a.build(torch, "cpu").to(torch.complex128) - b.build(torch, "cpu")
+            .to(torch.complex128)).abs()
+    return _power_overflows(float(diff.max()) if diff.numel() else 0.0, p)
 
 
 def _single_precision_pole(call: Call, device: str) -> bool:
@@ -248,6 +273,13 @@ INTENDED: list[Intended] = [
              "+-inf sums |x|^p in float64 (kernels/reduce.py's normp), where PyTorch sums it "
              "in float for single and half precision: |x|^p past float's range (1e30 ** 3) "
              "is inf there and the exact norm here", _single_precision_power_overflow),
+    Intended("prod", "mismatch", r"values differ", "a complex product with infinite parts "
+             "depends on the order of its factors ((a c) b can be nan where (a b) c is inf): "
+             "the CUDA reduction multiplies in a tree order, as PyTorch's CUDA kernels do, "
+             "PyTorch's CPU oracle left to right", _complex_with_infinities_on_cuda),
+    Intended("dist", "mismatch", r"values differ", "dist(a, b, p) is the norm of a - b: as "
+             "for norm, an order p other than 0, 1, 2 and +-inf sums |a - b|^p in float64 "
+             "where PyTorch overflows float", _single_precision_dist_overflow),
     Intended("polygamma", "mismatch", r"values differ", "polygamma at a pole (a non-positive "
              "integer) in single precision: PyTorch's float trigamma evaluates pi^2 / "
              "sin^2(pi x) in float (7.9e10 at -128), gputensor in double (4.0e28, what PyTorch "

@@ -4,6 +4,7 @@ emulated cuda, and compares results, dtypes or the error raised."""
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -1494,3 +1495,29 @@ def test_setitem_checks_the_value_shape_before_the_indices_range(device: str) ->
         return x
     same_error(lambda L, d: put(L, d, [[0], [1]], [True, True]), device)
     same_error(lambda L, d: put(L, d, [[0], [1]], [True]), device)  # (checked at the sync)
+
+
+# -- seed 5353 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [(0, 0), (2, 0)])
+@pytest.mark.parametrize("dims", [(0, 2), (2, 0), (1, 2), (0, 0), (-1,), ()])
+def test_inf_norm_of_an_empty_tensor_checks_dims_one_at_a_time(shape: tuple, dims: Any,
+                                                                device: str) -> None:
+    """Each dim is wrapped, then tested for emptiness, in the order given: an empty dim before
+    an out-of-range one is the error (RuntimeError), an out-of-range one first is IndexError,
+    repeated dims are checked after; () means every dim."""
+    for p in (math.inf, -1.0):   # PyTorch's message lacks a space ("dimension 0because")
+        same_error_type(lambda L, d, p=p: L.linalg.vector_norm(L.zeros(shape, device=d), p,
+                                                               dims), device)
+
+
+# -- seed 5656 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("interpolation", ["linear", "midpoint"])
+@pytest.mark.parametrize("data", [[-math.inf, -1.0], [1.0, math.inf], [1.0, 2.0, math.inf],
+                                  [3.0, 1.0, 2.0, 5.0]])
+def test_quantile_interpolates_with_lerp(data: list, interpolation: str, device: str) -> None:
+    """PyTorch interpolates between neighbours with lerp's two-sided formula: the median of
+    [-inf, -1] is -inf (not -inf + inf * 0.5), that of [1, inf] nan."""
+    q = [0.1, 0.25, 0.5, 0.75, 0.9]
+    for name in ("quantile", "nanquantile"):
+        same_result(lambda L, d, n=name: getattr(L, n)(
+            t(L, d, data), t(L, d, q), interpolation=interpolation), device)
