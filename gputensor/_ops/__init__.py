@@ -96,6 +96,14 @@ def _binary(name: str, reflected: bool = False) -> Any:
     fn = OPS[name].frontend
     if not reflected:
         return fn  # the frontend's first positional argument is self
+    if name == "mul":   # PyTorch's __rmul__ is mul(self, other): the number second
+        return fn
+    if name == "true_divide":
+        reciprocal, mul = OPS["reciprocal"].frontend, OPS["mul"].frontend
+
+        def rdiv(self: Tensor, other: Any) -> Tensor:
+            return mul(reciprocal(self), other)   # PyTorch's __rtruediv__, rounding included
+        return rdiv
 
     def method(self: Tensor, other: Any) -> Tensor:
         return fn(other, self)

@@ -7,6 +7,7 @@ compile the expression (Numba on the CPU, CUDA C on the GPU).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -271,6 +272,11 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             check(op, compute, inputs)
         if resolve_params is not None:
             params = resolve_params(params, compute)
+        run_op = None
+        if compute in _REDUCED_FLOATS:
+            name, inputs = _reduced_float_numbers(op.name, inputs, compute)
+            if name != op.name:
+                run_op = BACKENDS[dev.type, "strided"].kernel(name)
         if out is None and inplace is None:
             strides = _output_strides(shape, inputs)
             result = empty(shape, out_dt, dev) if strides is None else \
@@ -283,6 +289,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         if int_identity and compute.category <= D.INTEGRAL:
             # floor/ceil/... of an integer is the integer itself
             BACKENDS[dev.type, "strided"].kernel("_copy")(target, inputs[:1], params, compute)
+        elif run_op is not None:
+            run_op(target, inputs, (), compute)
         else:
             (cached_kernel(dev.type) or load_kernel(dev.type))(target, inputs, params, compute)
         if target is not result:
@@ -428,6 +436,40 @@ def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
     return True
 
 
+_REDUCED_FLOATS = (D.float16, D.bfloat16)
+# Operands that PyTorch's CPU kernels read at float precision when they are Python numbers
+# (``iter.original_scalar_value<opmath_t>(2)`` in mul and the divisions; lerp's scalar
+# weight), instead of narrowing them to the tensor's 16-bit dtype.
+_FLOAT_NUMBER_OPERANDS = {"mul": 1, "true_divide": 1, "floor_divide": 1, "_div_floor": 1,
+                          "_div_trunc": 1, "_lerp": 2}
+_NUMBERS = (float, int, bool)
+
+
+def _narrowed(value: Any, dt: D.dtype) -> float:
+    """A Python number as TensorIterator casts it into float16/bfloat16 (through float, as
+    c10's conversions do): 65519 is 65504 in float16, 70000 is inf."""
+    with np.errstate(over="ignore"):
+        try:
+            single = np.float32(value)
+        except OverflowError:   # an int past every float's range
+            single = np.float32(math.copysign(math.inf, value))
+        return float(dt.np_dtype.type(single))
+
+
+def _reduced_float_numbers(op_name: str, inputs: list, dt: D.dtype) -> tuple[str, list]:
+    """(the op to run, its operands) for float16/bfloat16 math with Python number operands,
+    as PyTorch's CPU kernels take them: narrowed to the 16-bit dtype (x + 65519 adds 65504),
+    except the operands in _FLOAT_NUMBER_OPERANDS, read in float; a true division by a
+    number multiplies by its float reciprocal (x / 0.3 is x * float(1 / 0.3f))."""
+    kept = _FLOAT_NUMBER_OPERANDS.get(op_name)
+    if kept is not None and op_name == "true_divide" and type(inputs[1]) in _NUMBERS:
+        with np.errstate(divide="ignore", over="ignore"):
+            inputs = [inputs[0], float(np.float32(1) / np.float32(inputs[1]))]
+        op_name = "mul"
+    return op_name, [x if i == kept or type(x) not in _NUMBERS else _narrowed(x, dt)
+                     for i, x in enumerate(inputs)]
+
+
 def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> int:
     """Whether every operand is a tensor of dtype ``dt``, ``shape`` and device ``dev``, or a
     Python number that keeps ``dt`` (a float with a float tensor, an int with a non-bool one):
@@ -436,10 +478,10 @@ def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> int:
     for x in args:
         tx = type(x)
         if tx is float:
-            if not dt.is_floating_point:
-                return 0
+            if not dt.is_floating_point or dt in _REDUCED_FLOATS:
+                return 0   # (16-bit math takes its numbers through _reduced_float_numbers)
         elif tx is int:
-            if dt is D.bool:
+            if dt is D.bool or dt in _REDUCED_FLOATS:
                 return 0
         elif (type(x) is not Tensor and (not isinstance(x, Tensor) or x._sparse)) or \
                 x._dtype is not dt or x._shape != shape or x._storage.device is not dev:
@@ -739,7 +781,7 @@ elementwise("leaky_relu", "a if a > 0 else a * negative_slope", U, "float",
             params=("negative_slope",), defaults={"negative_slope": 0.01}, no_complex=True,
             float_only=True,
             grad=("_leaky_relu_backward(g, a, negative_slope)",))
-elementwise("elu", "a * scale if a > 0 else (exp(a * input_scale) - 1) * alpha * scale", U,
+elementwise("elu", "a * scale if a > 0 else expm1(a * input_scale) * alpha * scale", U,
             "float", params=("alpha", "scale", "input_scale"),
             defaults={"alpha": 1.0, "scale": 1.0, "input_scale": 1.0}, flops=22, no_complex=True,
             float_only=True,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gputensor._tensor import Tensor, normalize_dim
-from gputensor.autograd.grad_mode import is_grad_enabled
+from gputensor.autograd.grad_mode import is_grad_enabled, no_grad
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, common_device, kernel, op
@@ -126,6 +126,12 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     target = self if inplace else clone(self)
     if index.numel():
         kernel(target, "scatter_reduce")(target, d, index, src, reduce, bool(include_self))
+    elif reduce == "mean" and target.is_complex():
+        # PyTorch divides by the counts (ones here) even when nothing is scattered: a complex
+        # division by 1 + 0j, which turns inf - 1.5j into inf + nanj
+        import gputensor as gt
+        with no_grad():
+            target.div_(gt.ones_like(target))
     return _bump(target) if inplace else target
 
 

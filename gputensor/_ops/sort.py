@@ -264,6 +264,8 @@ def searchsorted(sorted_sequence: Tensor, input: Any, *, out_int32: bool = False
     result = _alloc(out, input._shape, D.int32 if out_int32 else D.int64, dev, "searchsorted")
     if result.numel():
         compute = result_type(bnd, promoted_with)
+        if compute in (D.float16, D.bfloat16):   # compared as values of the 16-bit dtype:
+            bnd, input = bnd.to(compute), input.to(compute)   # int32 2**31 - 1 is inf there
         kernel(input, "searchsorted")(result, bnd, input, use_right, sorter, compute)
     return _written(result, out)
 

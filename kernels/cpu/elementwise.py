@@ -290,7 +290,8 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             fn = get(pattern, len(mshape), n >= PARALLEL_THRESHOLD, params)
             fn(views[0], *args, *params)
         if target is not o:
-            o[...] = target
+            with np.errstate(over="ignore"):   # float32 past float16's range is inf, silently
+                o[...] = target
 
     def bind(out: Tensor, inputs: list[Any], params: tuple, compute: D.dtype
              ) -> Callable[[], None] | None:
@@ -320,8 +321,11 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
     def allocating(inputs: tuple, params: tuple, compute: D.dtype) -> Tensor | None:
         """The op's result as a new tensor straight from NumPy's ufunc (no separate empty, no
         out= plumbing), for the frontend's fast path: C-contiguous tensor operands of one
-        shape (at least 1-d, below the parallel size) in the float32/float64 compute dtype
-        that is also the result's, Python numbers, alpha 1. None where ``run`` must serve."""
+        shape (at least 1-d, below the parallel size) in the compute dtype that is also the
+        result's, Python numbers (never with float16/bfloat16 tensors: the frontend sends
+        those through its narrowing rule), alpha 1. NumPy's and ml_dtypes' 16-bit loops
+        compute each operation in float and round once, as PyTorch's kernels do. None where
+        ``run`` must serve."""
         if params and params[0] != 1:
             return None
         shape = None

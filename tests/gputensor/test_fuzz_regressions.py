@@ -1521,3 +1521,91 @@ def test_quantile_interpolates_with_lerp(data: list, interpolation: str, device:
     for name in ("quantile", "nanquantile"):
         same_result(lambda L, d, n=name: getattr(L, n)(
             t(L, d, data), t(L, d, q), interpolation=interpolation), device)
+
+
+# -- seed 6060: Python numbers in float16/bfloat16 math --------------------------------------
+HALF_DATA = [-4.0, 2.0, 0.5, 65504.0, 1e-3, -0.0]
+HALF_NUMBERS = [1e-8, 0.3, 1e6, 65519.0, 70000.0, 1e-5, -1e-8]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["add", "sub", "radd", "rsub", "xlogy", "fmod", "remainder",
+                                  "eq", "lt", "rpow", "special.xlog1py", "add_"])
+def test_a_python_number_in_16_bit_math_is_narrowed_first(name: str, dtype: str,
+                                                          device: str) -> None:
+    """TensorIterator casts a Python number to the 16-bit common dtype before the kernel runs:
+    float16 x + 65519 adds 65504, xlogy(x, 1e6) is x * log(inf)."""
+    ops = {"radd": lambda L, x, s: s + x, "rsub": lambda L, x, s: s - x,
+           "rpow": lambda L, x, s: s ** x, "add_": lambda L, x, s: x.clone().add_(s),
+           "special.xlog1py": lambda L, x, s: L.special.xlog1py(x, s)}
+    fn = ops.get(name, lambda L, x, s: getattr(L, name)(x, s))
+    # (PyTorch's xlogy kernels also round the log to the 16-bit dtype: only the numbers that
+    # narrow to inf or 0 give exact results there)
+    numbers = [1e6, 70000.0] if "xlog" in name else HALF_NUMBERS
+    for s in numbers:
+        same_result(lambda L, d, s=s: fn(L, t(L, d, HALF_DATA, dtype), s), device, rtol=0,
+                    atol=0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("name", ["mul", "rmul", "mul_", "div", "div_", "rdiv", "floor_divide",
+                                  "div_floor", "div_trunc", "lerp"])
+def test_mul_div_and_lerp_read_a_python_number_in_float(name: str, dtype: str,
+                                                         device: str) -> None:
+    """mul and the divisions read a number second operand at float precision (their CPU
+    kernels' original_scalar_value), a true division as a product with the float reciprocal;
+    lerp's weight is a float: float16 x * 1e-8 is not 0, x / 0.3 is x * float(1 / 0.3f)."""
+    ops = {"rmul": lambda L, x, s: s * x, "mul_": lambda L, x, s: x.clone().mul_(s),
+           "div_": lambda L, x, s: x.clone().div_(s), "rdiv": lambda L, x, s: s / x,
+           "div_floor": lambda L, x, s: L.div(x, s, rounding_mode="floor"),
+           "div_trunc": lambda L, x, s: L.div(x, s, rounding_mode="trunc"),
+           "lerp": lambda L, x, s: L.lerp(x, x * 2, s)}
+    fn = ops.get(name, lambda L, x, s: getattr(L, name)(x, s))
+    for s in HALF_NUMBERS:
+        same_result(lambda L, d, s=s: fn(L, t(L, d, HALF_DATA, dtype), s), device, rtol=0,
+                    atol=0)
+
+
+def test_a_number_divided_by_a_tensor_is_its_reciprocal_times_the_number(device: str) -> None:
+    """PyTorch's __rtruediv__ is reciprocal(x) * number: two roundings, in float32 too."""
+    x = [6.405920505523682, 6.10569429397583, 7.322015762329102]
+    same_result(lambda L, d: 3.0 / t(L, d, x, "float32"), device, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["elu", "celu", "selu"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_elu_family_keeps_the_sign_of_negative_zero(name: str, dtype: str, device: str) -> None:
+    """The negative branch is expm1(x) * alpha, as PyTorch's kernel: elu(-0.0) is -0.0."""
+    out = getattr(gt.nn.functional, name)(t(gt, device, [-0.0, -1e-3, -2.0], dtype))
+    want = getattr(torch.nn.functional, name)(t(torch, "cpu", [-0.0, -1e-3, -2.0], dtype))
+    assert math.copysign(1.0, float(out[0])) == -1.0
+    assert_close(out, want)
+
+
+def test_16_bit_overflow_to_inf_raises_no_numpy_warning(device: str) -> None:
+    x = t(gt, device, [65504.0, -4.0], "float16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = synced(x / 0.3 + x)
+    assert_close(out, t(torch, "cpu", [65504.0, -4.0], "float16") / 0.3
+                 + t(torch, "cpu", [65504.0, -4.0], "float16"), rtol=0, atol=0)
+
+
+# -- seeds 6363 and 6464 -------------------------------------------------------------------------
+def test_searchsorted_compares_in_the_16_bit_promoted_dtype(device: str) -> None:
+    """float16 values against int32 boundaries compare as float16: 2**31 - 1 is inf there."""
+    same_result(lambda L, d: L.bucketize(t(L, d, [math.inf, -0.59, 2.17], "float16"),
+                                         t(L, d, [2147483647], "int32"), out_int32=True), device)
+    same_result(lambda L, d: L.searchsorted(t(L, d, [70000.0], "float32"),
+                                            t(L, d, [65504.0], "float16")), device)
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+def test_scatter_mean_with_an_empty_index_divides_complex_values_by_one(
+        include_self: bool, device: str) -> None:
+    """PyTorch divides by the (clamped) counts even when nothing is scattered: a complex
+    division by 1 + 0j, which makes inf - 1.5j inf + nanj."""
+    data = [complex(math.inf, -1.5), complex(1, math.inf), 1 + 2j]
+    same_result(lambda L, d: L.scatter_reduce(
+        t(L, d, data, "complex64"), 0, L.zeros(0, dtype=L.int64, device=d),
+        L.zeros(0, dtype=L.complex64, device=d), "mean", include_self=include_self), device)
