@@ -337,13 +337,23 @@ def _range_end(v: Any, dt: D.dtype) -> Any:
     return dt.np_dtype.type(v)
 
 
-def _from_both_ends(first: Any, last: Any, step: Any, steps: int) -> np.ndarray:
+def _from_both_ends(first: Any, last: Any, step: Any, steps: int, fused: bool = True
+                    ) -> np.ndarray:
     """PyTorch's symmetric ramp: the first half counts up from ``first``, the second half down
-    from ``last``, so both ends are exact (and an infinite step gives NaN, as there)."""
-    i = np.arange(steps).astype(np.asarray(step).dtype)
+    from ``last``, so both ends are exact (and an infinite step gives NaN, as there). In
+    float32/float64 each element is one fused multiply-add where ``fused`` (linspace's kernel,
+    as PyTorch's AVX2 build compiles it)."""
+    dtype = np.asarray(step).dtype
+    if fused and dtype in (np.float32, np.float64):
+        from gputensor.kernels.cpu.random_torch_math import ramp_from_both_ends
+        out = np.empty(steps, dtype)
+        ramp_from_both_ends(first, last, step, out)
+        return out
+    i = np.arange(steps)
+    front = i < steps // 2
+    k = np.where(front, i, steps - 1 - i).astype(dtype)   # counted in integers, then cast
     with np.errstate(all="ignore"):
-        return np.where(np.arange(steps) < steps // 2, first + step * i,
-                        last - step * (steps - 1 - i))
+        return np.where(front, first + step * k, last - step * k)
 
 
 @op(method=False, differentiable=False, vmap_exempt=True)
@@ -434,7 +444,7 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
     else:   # the exponents step in double from the ends as the result dtype holds them
         first, last = _range_end(start, dt), _range_end(end, dt)
         step = np.float64(last - first) / (steps - 1)
-        exps = _from_both_ends(np.float64(first), np.float64(last), step, steps)
+        exps = _from_both_ends(np.float64(first), np.float64(last), step, steps, fused=False)
         with np.errstate(all="ignore"):
             arr = np.power(np.float64(base), exps)
     return _finish(_host_to(arr, dt, resolve_device(device)), requires_grad)

@@ -44,6 +44,20 @@ def affine(x: np.ndarray, scale: float, shift: float, out: np.ndarray) -> None:
 
 
 @numba.njit(cache=True)
+def ramp_from_both_ends(first: float, last: float, step: float, out: np.ndarray) -> None:
+    """PyTorch's linspace kernel: the first half fma(step, i, first), the second half
+    fma(-step, n - 1 - i, last) (GCC contracts ``end - step * k``), in out's precision."""
+    n = out.size
+    f = out.dtype.type
+    a, b, s = f(first), f(last), f(step)
+    for i in range(n):
+        if i < n // 2:
+            out[i] = fma(s, f(i), a)
+        else:
+            out[i] = fma(-s, f(n - 1 - i), b)
+
+
+@numba.njit(cache=True)
 def box_muller_pairs(u: np.ndarray, out: np.ndarray) -> None:
     """PyTorch's scalar ``normal_distribution<double>``: each (u1, u2) gives the pair
     r cos(theta), r sin(theta), r = sqrt(-2 log1p(-u2)), theta = 2 pi u1; the sine is the one

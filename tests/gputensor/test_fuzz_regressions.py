@@ -1609,3 +1609,25 @@ def test_scatter_mean_with_an_empty_index_divides_complex_values_by_one(
     same_result(lambda L, d: L.scatter_reduce(
         t(L, d, data, "complex64"), 0, L.zeros(0, dtype=L.int64, device=d),
         L.zeros(0, dtype=L.complex64, device=d), "mean", include_self=include_self), device)
+
+
+# -- seed 6565 ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16", "int64",
+                                   "complex64"])
+def test_linspace_is_bit_exact(dtype: str, device: str) -> None:
+    """PyTorch's AVX2 kernel computes each float32/float64 element with one fused multiply-add
+    (-0.5 .. 0.5 in 7 steps has 2**-55 in the middle); 16-bit ramps count their steps in
+    integers before rounding them (index 2049 of a float16 ramp is not 2048)."""
+    rng = np.random.default_rng(0)
+    cases = [(-0.5, 0.5, 7), (-29.4, -1.6, 2449)] + [
+        (float(rng.uniform(-30, 30)), float(rng.uniform(-30, 30)), int(rng.integers(2, 64)))
+        for _ in range(20)]
+    for start, end, steps in cases:
+        same_result(lambda L, d, a=start, b=end, n=steps: L.linspace(
+            a, b, n, dtype=getattr(L, dtype), device=d), device, rtol=0, atol=0)
+
+
+def test_histogram_edges_follow_linspace(device: str) -> None:
+    """A value on the middle edge falls in the bin PyTorch's edges (2**-55, not 0) give it."""
+    same_result(lambda L, d: L.histogram(t(L, d, 0.0, "float64"), 6,
+                                         weight=t(L, d, -math.inf, "float64")).hist, device)
