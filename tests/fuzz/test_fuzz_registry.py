@@ -150,6 +150,12 @@ def _complex_with_infinities_on_cuda(call: Call, device: str) -> bool:
         x.dtype in ("complex64", "complex128") and bool(np.isinf(x.base).any())
 
 
+def _bfloat16_nan(call: Call, device: str) -> bool:
+    """A bfloat16 operand holding a NaN."""
+    return any(r.dtype == "bfloat16" and bool(np.isnan(r.base).any())
+               for r in _recipes((call.args, call.kwargs)))
+
+
 def _single_precision_dist_overflow(call: Call, device: str) -> bool:
     """dist(a, b, p) of float32/16-bit tensors whose |a - b|^p overflows float."""
     a, b = call.args[:2]
@@ -277,6 +283,11 @@ INTENDED: list[Intended] = [
              "depends on the order of its factors ((a c) b can be nan where (a b) c is inf): "
              "the CUDA reduction multiplies in a tree order, as PyTorch's CUDA kernels do, "
              "PyTorch's CPU oracle left to right", _complex_with_infinities_on_cuda),
+    Intended("*", "mismatch", r"values differ", "the sign of a bfloat16 NaN: PyTorch's "
+             "float-to-bfloat16 conversion returns the canonical +NaN (0x7FC0) whatever the "
+             "sign, ml_dtypes' keeps it; only sign-reading ops (copysign, signbit) of a "
+             "negative NaN see the difference", lambda c, d: c.name in ("copysign", "signbit")
+             and _bfloat16_nan(c, d)),
     Intended("dist", "mismatch", r"values differ", "dist(a, b, p) is the norm of a - b: as "
              "for norm, an order p other than 0, 1, 2 and +-inf sums |a - b|^p in float64 "
              "where PyTorch overflows float", _single_precision_dist_overflow),
