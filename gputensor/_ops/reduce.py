@@ -483,6 +483,10 @@ def _norm_order(p: Any) -> float:
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
     """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
+    if p == "fro" and isinstance(dim, tuple | list) and len(dim) > 2:
+        # PyTorch's torch.norm sends 'fro' over more than two dims to linalg.matrix_norm
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
+                           f"{' '.join(str(d) for d in dim)}")
     order = _norm_order(p)
     x = input
     if dtype is not None:
@@ -506,6 +510,13 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
                                    f"dimension {d} because this dimension is empty and the "
                                    f"operation does not have an identity")
+    if isinstance(dim, tuple | list):   # PyTorch's norm checks each dim in order: a repeat
+        seen: list[int] = []             # before an out-of-range dim is the error
+        for d in dim:
+            w = normalize_dim(d, x.dim())
+            if w in seen:
+                raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
+            seen.append(w)
     dims = _dims(x, dim)
     if order != 0 and math.prod(x._shape[d] for d in dims) == 1 and x.numel():
         # one element per norm: |x| itself, as PyTorch gives it (no power that could overflow

@@ -163,10 +163,10 @@ def _window_setup(name: str, window_length: int, dtype: Any, device: Any,
                            f"window_length={window_length}")
     dt = gt.get_default_dtype() if dtype is None else dtype
     dev = resolve_device(device)
-    if dt.is_complex:
-        raise NotImplementedError(f"\"arange_{dev.type}\" not implemented for "
-                                  f"'{dt.legacy_name}'")
-    if not dt.is_floating_point:
+    if dt.is_complex and window_length > 1:   # PyTorch's ramp (arange) has no complex kernel;
+        raise NotImplementedError(f"\"arange_{dev.type}\" not implemented for "   # 0 and 1
+                                  f"'{dt.legacy_name}'")   # samples are made without it
+    if not (dt.is_floating_point or dt.is_complex):
         rg = "true" if requires_grad else "false (default)"
         raise RuntimeError(f"{name} expects floating point dtypes, got: TensorOptions(dtype="
                            f"{_CTYPE.get(dt, dt.legacy_name)}, device={dev}, layout=Strided "

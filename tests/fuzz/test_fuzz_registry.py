@@ -156,6 +156,22 @@ def _bfloat16_nan(call: Call, device: str) -> bool:
                for r in _recipes((call.args, call.kwargs)))
 
 
+def _large_gamma_order_on_cuda(call: Call, device: str) -> bool:
+    """igamma/igammac on a CUDA device with an order a above 1e3."""
+    a = call.args[0]
+    return device.startswith("cuda") and isinstance(a, Recipe) and a.base.size > 0 and \
+        bool(np.nanmax(np.abs(a.base.astype(np.float64)), initial=0.0) > 1e3)
+
+
+def _complex64_input(call: Call, device: str) -> bool:
+    return isinstance(call.args[0], Recipe) and call.args[0].dtype == "complex64"
+
+
+def _int64_limit_fill(call: Call, device: str) -> bool:
+    v = call.kwargs.get("value", call.args[2] if len(call.args) > 2 else 0)
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) > 2 ** 53
+
+
 def _single_precision_dist_overflow(call: Call, device: str) -> bool:
     """dist(a, b, p) of float32/16-bit tensors whose |a - b|^p overflows float."""
     a, b = call.args[:2]
@@ -288,6 +304,20 @@ INTENDED: list[Intended] = [
              "sign, ml_dtypes' keeps it; only sign-reading ops (copysign, signbit) of a "
              "negative NaN see the difference", lambda c, d: c.name in ("copysign", "signbit")
              and _bfloat16_nan(c, d)),
+    _bug("igammac", "mismatch", r"values differ", "the CUDA igamma/igammac use the power "
+         "series and Lentz's continued fraction scaled by exp(a log x - x - lgamma(a)), which "
+         "cancels for a large order (a = x = 1e6 gives 0.49990 for 0.49987, 1e10 gives 0.984 "
+         "for 0.5, 1e20 NaN); the CPU uses Cephes through SciPy, with Temme's uniform "
+         "expansion there", _large_gamma_order_on_cuda),
+    _bug("igamma", "mismatch", r"values differ", "the CUDA igamma, as igammac",
+         _large_gamma_order_on_cuda),
+    Intended("sinc", "mismatch", r"values differ", "complex64 sinc near a zero of sin(pi z): "
+             "PyTorch evaluates sin(pi z) / (pi z) in single precision (1.7960951e-07 at "
+             "1.0000001 + 1e-7i); gputensor gives the correctly rounded value "
+             "(1.1920928e-07)", _complex64_input),
+    Intended("pad", "mismatch", r"values differ", "PyTorch's constant pad converts its fill "
+             "value through double, so an int64 value past 2**53 is rounded (2**63 - 1 "
+             "becomes int64's minimum); gputensor fills the exact integer", _int64_limit_fill),
     Intended("dist", "mismatch", r"values differ", "dist(a, b, p) is the norm of a - b: as "
              "for norm, an order p other than 0, 1, 2 and +-inf sums |a - b|^p in float64 "
              "where PyTorch overflows float", _single_precision_dist_overflow),

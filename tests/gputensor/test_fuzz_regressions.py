@@ -1631,3 +1631,34 @@ def test_histogram_edges_follow_linspace(device: str) -> None:
     """A value on the middle edge falls in the bin PyTorch's edges (2**-55, not 0) give it."""
     same_result(lambda L, d: L.histogram(t(L, d, 0.0, "float64"), 6,
                                          weight=t(L, d, -math.inf, "float64")).hist, device)
+
+
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window",
+                                  "bartlett_window", "kaiser_window"])
+@pytest.mark.parametrize("length", [0, 1, 2])
+def test_complex_windows_of_zero_or_one_sample_exist(name: str, length: int,
+                                                     device: str) -> None:
+    """PyTorch accepts complex dtypes and makes 0 or 1 samples without its ramp; from 2 on,
+    the ramp (arange) has no complex kernel."""
+    build = lambda L, d: getattr(L, name)(length, True, dtype=L.complex64, device=d)  # noqa: E731
+    if length <= 1:
+        same_result(build, device)
+    else:
+        same_error_type(build, device)
+
+
+# -- --fuzz-deep ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("dims", [(0, 0, 3), (3, 0, 0), (0, -3, 5), (1, 2, 1)])
+@pytest.mark.parametrize("p", [1, 2, math.inf])
+def test_norm_checks_repeats_and_ranges_dim_by_dim(dims: tuple, p: float, device: str) -> None:
+    """norm wraps and checks each dim in order: (0, 0, 3) is a repeated dim, not out of range
+    (sum checks the ranges first, as PyTorch's sum does)."""
+    for shape in ((0, 0, 0), (2, 2, 2)):
+        same_error_type(lambda L, d, s=shape: L.norm(L.zeros(s, dtype=L.float16, device=d),
+                                                     p=p, dim=dims), device)
+    same_error(lambda L, d: L.zeros(2, 2, 2, device=d).sum(dim=dims), device)
+
+
+def test_frobenius_norm_over_more_than_two_dims_is_a_matrix_norm_error(device: str) -> None:
+    same_error(lambda L, d: L.norm(L.ones(2, 2, 2, device=d), p="fro", dim=(0, 1, 2)), device)
+    same_result(lambda L, d: L.norm(L.ones(2, 2, 2, device=d), p="fro", dim=(0, 1)), device)
