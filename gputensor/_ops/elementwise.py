@@ -415,6 +415,9 @@ def _check_alpha(alpha: Any, dtype: D.dtype) -> None:
     if isinstance(alpha, complex | np.complexfloating) and not dtype.is_complex:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a complex "
                            "number.")
+    if dtype.is_floating_point and isinstance(alpha, float | int | np.floating | np.integer) \
+            and not isinstance(alpha, bool | np.bool_):
+        checked_fill_value(alpha, dtype)   # float16 alpha=70000: PyTorch's overflow error
 
 
 def _check_tensor_operands(name: str, args: Sequence[Any]) -> None:

@@ -1662,3 +1662,20 @@ def test_norm_checks_repeats_and_ranges_dim_by_dim(dims: tuple, p: float, device
 def test_frobenius_norm_over_more_than_two_dims_is_a_matrix_norm_error(device: str) -> None:
     same_error(lambda L, d: L.norm(L.ones(2, 2, 2, device=d), p="fro", dim=(0, 1, 2)), device)
     same_result(lambda L, d: L.norm(L.ones(2, 2, 2, device=d), p="fro", dim=(0, 1)), device)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("alpha", [70000.0, 65519.0, -1e6, 1e39, math.inf, 65504.0, 3])
+@pytest.mark.parametrize("name", ["add", "sub"])
+def test_alpha_past_the_float_range_is_refused(dtype: str, alpha: float, name: str,
+                                               device: str) -> None:
+    """alpha converts to the result dtype with PyTorch's overflow check (float16 65519 is
+    past its largest finite 65504; inf is allowed)."""
+    build = lambda L, d: getattr(L, name)(t(L, d, [1.0, 2.0], dtype),  # noqa: E731
+                                          t(L, d, [1.0, 2.0], dtype), alpha=alpha)
+    try:
+        want = build(torch, "cpu")
+    except RuntimeError:
+        same_error(build, device)
+        return
+    assert_close(build(gt, device), want)
