@@ -375,7 +375,8 @@ def _max_pool_plane(x, out, idx, p, kh, kw, sh, sw, ph, pw, dh, dw):  # noqa: AN
 def _max_pool_plane_dense(x, out, idx, p, kh, kw, sh, sw):  # noqa: ANN001, ANN202
     """_max_pool_plane for windows that all lie inside the plane (no padding, no dilation, no
     ceil-mode overhang): the common MaxPool2d(k, s). Without the per-tap bounds checks and
-    the search for a first in-bounds tap it runs ~6x faster on small planes."""
+    the search for a first in-bounds tap, (64, 16, 8, 8) pools in 178 us instead of 229 (the
+    data-dependent branch per tap is most of what is left)."""
     W = x.shape[2]
     xp, op, ip = x[p], out[p], idx[p]
     for oh in range(out.shape[1]):

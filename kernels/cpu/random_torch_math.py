@@ -9,7 +9,8 @@ Pommier's ``avx_mathfun``); ``_log_ps`` and ``_sincos_ps`` evaluate those polyno
 float32 in the same order, with the same contractions, so the results agree bit for bit.
 PyTorch's generic build (``ATEN_CPU_CAPABILITY=default``) rounds without FMA and takes a
 scalar path for those normals, so its numbers differ from its own AVX2 build's; these follow
-the AVX2 build."""
+the AVX2 build. linspace's ramp (``ramp_from_both_ends``) is here for the same reason: its
+kernel's ``start + step * i`` is one fused multiply-add in that build."""
 
 from __future__ import annotations
 
