@@ -379,7 +379,8 @@ def _vector_loop(spec: KernelSpec, arrays: list[tuple[str, D.dtype]], body: str,
 @functools.cache
 def _header_hash() -> str:
     here = Path(__file__).parent
-    text = b"".join((here / f).read_bytes() for f in ("scalar_fns.cuh", "special_fns.cuh"))
+    text = b"".join((here / f).read_bytes() for f in ("scalar_fns.cuh", "special_fns.cuh",
+                                                      "temme_gamma.cuh"))
     return hashlib.sha1(text).hexdigest()[:16]
 
 

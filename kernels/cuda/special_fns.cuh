@@ -4,10 +4,13 @@
 // CUDA's own math library serves what it has (lgamma, erfc, erfinv, erfcx, normcdf,
 // normcdfinv, j0/j1/y0/y1, cyl_bessel_i0/i1), in float for float operands as PyTorch's CUDA
 // kernels do. The rest follow the algorithms of PyTorch's ATen/native/Math.h and Cephes, or
-// classical ones (series plus continued fraction for the incomplete gamma, series plus a
-// trapezoidal rule for K0/K1, whose integrand decays doubly exponentially), computed in double.
+// classical ones (series plus continued fraction for the incomplete gamma, with Temme's uniform
+// expansion for large orders; series plus a trapezoidal rule for K0/K1, whose integrand decays
+// doubly exponentially), computed in double.
 // The CPU emulator's shim supplies host versions of the CUDA functions that <cmath> lacks.
 #pragma once
+
+#include "temme_gamma.cuh"
 
 namespace gt {
 namespace sp {
@@ -115,9 +118,59 @@ __device__ inline double mvlgamma(double x, double p) {
     return s;
 }
 
-// Regularised incomplete gamma: for x < a + 1 the power series gives log P (and Q = -expm1 of
-// it, accurate when P is near 1), else Lentz's continued fraction gives Q; both scaled by
-// x^a e^-x / Gamma(a) computed in logs.
+// Regularised incomplete gamma (the algorithm of kernels/temme_gamma.py, shared with the CPU's
+// scalar_special.py). For a > 20 and |x - a| < 0.3 a, Temme's uniform expansion; elsewhere, for
+// x < a + 1 the power series gives log P (and Q = -expm1 of it, accurate when P is near 1),
+// else Lentz's continued fraction gives Q. Those two need O(sqrt(a)) terms near x = a, and
+// lose all digits past a ~ 1e6 there.
+
+// t - log(1 + t) without cancellation for small |t|: with u = t / (2 + t), log(1 + t) is
+// 2 atanh(u) and t - 2u = t u, so it is t u - 2 (u^3 / 3 + u^5 / 5 + ...).
+__device__ inline double t_minus_log1p(double t) {
+    if (::fabs(t) > 0.3) return t - ::log1p(t);
+    const double u = t / (2 + t), u2 = u * u;
+    double power = u * u2, sum = 0;
+    for (int j = 3; j < 61; j += 2) {
+        const double term = power / j;
+        sum += term;
+        if (::fabs(term) <= ::fabs(sum) * kEps) break;
+        power *= u2;
+    }
+    return t * u - 2 * sum;
+}
+// log Gamma*(a) = log Gamma(a) - (a - 1/2) log a + a - log(2 pi) / 2 by Stirling's series:
+// six terms reach 1e-19 for a > 20.
+__device__ inline double log_gamma_star(double a) {
+    const double r = 1 / a, r2 = r * r;
+    return r * (1.0 / 12 + r2 * (-1.0 / 360 + r2 * (1.0 / 1260 + r2 * (-1.0 / 1680 +
+                r2 * (1.0 / 1188 + r2 * (-691.0 / 360360))))));
+}
+// log(x^a e^-x / Gamma(a)). For a > 20 it is -a (t - log(1 + t)) + log(sqrt(a / 2 pi) /
+// Gamma*(a)) with t = (x - a) / a, which keeps its digits where a log x, x and lgamma(a) are
+// each far larger than their difference.
+__device__ inline double log_gamma_weight(double a, double x) {
+    if (a <= kTemmeOrderMin) return a * ::log(x) - x - ::lgamma(a);
+    return -a * t_minus_log1p((x - a) / a) + 0.5 * ::log(a / (2 * kPi)) - log_gamma_star(a);
+}
+// Q(a, x) = erfc(eta sqrt(a / 2)) / 2 + R (P = erfc(-eta sqrt(a / 2)) / 2 - R), with
+// R = e^(-a mu) / sqrt(2 pi a) sum_k c_k(eta) a^-k, mu = t - log(1 + t), eta = sign(t) sqrt(2 mu).
+__device__ inline double igamma_temme(double a, double x, bool upper) {
+    const double mu = t_minus_log1p((x - a) / a);
+    const double eta = ::copysign(::sqrt(2 * mu), x - a);
+    const double inv_a = 1 / a;
+    double sum = 0;
+    for (int k = kTemmeTerms - 1; k >= 0; --k) {
+        double ck = 0;
+        for (int n = kTemmeTaylor - 1; n >= 0; --n) ck = ck * eta + kTemmeD[k][n];
+        sum = sum * inv_a + ck;
+    }
+    const double r = ::exp(-a * mu) / (2.5066282746310002 * ::sqrt(a)) * sum;
+    const double y = eta * ::sqrt(0.5 * a);
+    return upper ? 0.5 * ::erfc(y) + r : 0.5 * ::erfc(-y) - r;
+}
+__device__ inline bool igamma_uses_temme(double a, double x) {
+    return a > kTemmeOrderMin && ::fabs(x - a) < kTemmeRatioMax * a;
+}
 __device__ inline double igamma_log_series(double a, double x) {
     double ap = a, del = 1, sum = 1;
     for (int n = 0; n < 4000; ++n) {
@@ -126,7 +179,7 @@ __device__ inline double igamma_log_series(double a, double x) {
         sum += del;
         if (::fabs(del) < ::fabs(sum) * kEps) break;
     }
-    return a * ::log(x) - x - ::lgamma(a + 1) + ::log(sum);
+    return log_gamma_weight(a, x) - ::log(a) + ::log(sum);
 }
 __device__ inline double igammac_fraction(double a, double x) {
     const double tiny = 1e-300;
@@ -143,7 +196,7 @@ __device__ inline double igammac_fraction(double a, double x) {
         h *= del;
         if (::fabs(del - 1) < kEps) break;
     }
-    return ::exp(a * ::log(x) - x - ::lgamma(a)) * h;
+    return ::exp(log_gamma_weight(a, x)) * h;
 }
 __device__ inline double igamma(double a, double x) {
     if (x < 0 || a < 0) return kNan;  // PyTorch's order: igamma(nan, 0) = 0
@@ -151,6 +204,7 @@ __device__ inline double igamma(double a, double x) {
     if (x == 0) return 0;
     if (isinf_(a)) return isinf_(x) ? kNan : 0.0;
     if (isinf_(x)) return 1;
+    if (igamma_uses_temme(a, x)) return igamma_temme(a, x, false);
     if (x >= a + 1) return 1 - igammac_fraction(a, x);
     return ::exp(igamma_log_series(a, x));
 }
@@ -160,6 +214,7 @@ __device__ inline double igammac(double a, double x) {
     if (x == 0) return 1;
     if (isinf_(a)) return isinf_(x) ? kNan : 1.0;
     if (isinf_(x)) return 0;
+    if (igamma_uses_temme(a, x)) return igamma_temme(a, x, true);
     if (x < a + 1) return -::expm1(igamma_log_series(a, x));
     return igammac_fraction(a, x);
 }
