@@ -389,6 +389,8 @@ def _moments(name: str, input: Tensor, dim: Any, unbiased: Any, keepdim: bool,
     if input.dtype.category < D.FLOATING:
         raise RuntimeError("std and var only support floating point and complex dtypes")
     dim, corr = _correction(name, dim, unbiased, correction)
+    if isinstance(dim, tuple | list):  # var/std check a repeat before a later dim's range
+        dims_one_at_a_time(dim, input.dim())
     dims = _dims(input, dim)
     n = math.prod(input._shape[d] for d in dims)
     if n - corr <= 0:

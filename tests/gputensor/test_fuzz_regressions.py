@@ -1679,3 +1679,14 @@ def test_alpha_past_the_float_range_is_refused(dtype: str, alpha: float, name: s
         same_error(build, device)
         return
     assert_close(build(gt, device), want)
+
+
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_moments_check_repeats_and_ranges_dim_by_dim(name: str, device: str) -> None:
+    """var/std (unlike sum and mean) wrap and check each dim in order: (0, 0, 3) is a
+    repeated dim, not out of range."""
+    for shape in ((0, 0, 0), (2, 2, 2)):
+        same_error(lambda L, d, s=shape: getattr(L, name)(L.zeros(s, dtype=L.float16, device=d),
+                                                          dim=(0, 0, 3), correction=0), device)
+        same_error(lambda L, d, s=shape: getattr(L, name)(L.zeros(s, device=d), dim=(0, 3)),
+                   device)
