@@ -88,10 +88,11 @@ def vander(x: Tensor, N: int | None = None, increasing: bool = False) -> Tensor:
     xs = x.to(dt)
     if n == 0:
         return gt.empty(x.shape[0], 0, dtype=dt, device=x.device)
-    powers = [gt.ones_like(xs)]
-    for _ in range(1, n):
-        powers.append(powers[-1] * xs)
-    out = gt.stack(powers, 1)
+    # PyTorch's cumprod of the expanded x: its accumulator (double for float32/complex64 on
+    # the CPU) decides where a power overflows, e.g. (1e30 + 1e30j)^2 = 2e60j, not nan
+    out = gt.ones(x.shape[0], 1, dtype=dt, device=x.device)
+    if n > 1:
+        out = gt.cat([out, xs.unsqueeze(1).expand(x.shape[0], n - 1).cumprod(1)], 1)
     return out if increasing else out.flip(1)
 
 

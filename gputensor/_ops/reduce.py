@@ -520,7 +520,10 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
                 raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
             seen.append(w)
     dims = _dims(x, dim)
-    if order != 0 and math.prod(x._shape[d] for d in dims) == 1 and x.numel():
+    # PyTorch reduces a 0-d input over an explicit dim (0 or -1) like a longer one
+    explicit_0d = x.dim() == 0 and dim is not None and (isinstance(dim, int) or len(dim) > 0)
+    if order != 0 and math.prod(x._shape[d] for d in dims) == 1 and x.numel() and \
+            not explicit_0d:
         # one element per norm: |x| itself, as PyTorch gives it (no power that could overflow
         # or round: the 2-norm of [1e30] in float32 is 1e30, not sqrt(inf))
         result = x.abs()

@@ -1690,3 +1690,28 @@ def test_moments_check_repeats_and_ranges_dim_by_dim(name: str, device: str) -> 
                                                           dim=(0, 0, 3), correction=0), device)
         same_error(lambda L, d, s=shape: getattr(L, name)(L.zeros(s, device=d), dim=(0, 3)),
                    device)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "float32", "int64"])
+def test_vander_powers_are_a_cumulative_product(dtype: str, device: str) -> None:
+    """vander's powers are PyTorch's cumprod (double accumulator for complex64 on the CPU):
+    (1e30 + 1e30j)^2 is 2e60j, so inf in the imaginary part and 0 in the real part."""
+    values = {"complex64": [1e30 + 1e30j, -1.1 - 0.6j, 0.3j], "float32": [1e30, 3.0, -0.5],
+              "int64": [2, -3, 1 << 40]}[dtype]
+    for increasing in (False, True):
+        same_result(lambda L, d, inc=increasing: L.vander(t(L, d, values, dtype), N=4,
+                                                          increasing=inc), device)
+
+
+@pytest.mark.parametrize("dim", [None, (), 0, -1, (0,)])
+@pytest.mark.parametrize("dtype", ["float32", "complex64"])
+def test_norm_of_a_0d_tensor_over_an_explicit_dim_is_computed(dim: object, dtype: str,
+                                                               device: str) -> None:
+    """A one-element norm is |x| (the 2-norm of [1e30] is 1e30), except for a 0-d input with
+    an explicit dim, which PyTorch reduces in float like a longer one (inf). (Other orders sum
+    |x|^p in float64: a reviewed difference of the fuzz registry.)"""
+    value = 0.5 + 1e30j if dtype == "complex64" else 1e30
+    for p in (2, 1, math.inf):
+        same_result(lambda L, d, p=p: L.linalg.vector_norm(t(L, d, value, dtype), ord=p,
+                                                           dim=dim), device)
+    same_result(lambda L, d: L.norm(t(L, d, value, dtype), dim=dim), device)
