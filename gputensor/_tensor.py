@@ -52,6 +52,8 @@ def parse_size(args: tuple) -> tuple[int, ...]:
     """Accept f(2, 3), f((2, 3)), f([2, 3]) or f(gt.Size([2, 3]))."""
     if len(args) == 1 and isinstance(args[0], tuple | list | Size):
         args = tuple(args[0])
+    if all(type(a) is int for a in args):  # the common case: plain ints (bool is not int)
+        return args
     out = []
     for a in args:
         if isinstance(a, Tensor):

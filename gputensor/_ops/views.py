@@ -15,6 +15,8 @@ from ._core import as_index_list, op, tensor_method
 
 
 def _infer_size(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
+    if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
+        return shape  # the common case, checked in one pass
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
@@ -68,7 +70,9 @@ def view(self: Tensor, *shape: Any) -> Tensor:
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return _view_dtype(self, shape[0])
     new_shape = _infer_size(parse_size(shape), self.numel())
-    strides = _view_strides(self._shape, self._stride, new_shape)
+    # a contiguous tensor views as any same-size shape with contiguous strides
+    strides = contiguous_strides(new_shape) if self._stride == contiguous_strides(self._shape) \
+        else _view_strides(self._shape, self._stride, new_shape)
     if strides is None:
         raise RuntimeError(f"view size is not compatible with input tensor's size and stride "
                            f"(size {list(self._shape)}, stride {list(self._stride)} -> "
