@@ -53,7 +53,7 @@ def parse_size(args: tuple) -> tuple[int, ...]:
     if len(args) == 1 and isinstance(args[0], tuple | list | Size):
         args = tuple(args[0])
     if all(type(a) is int for a in args):  # the common case: plain ints (bool is not int)
-        return args
+        return tuple(args)
     out = []
     for a in args:
         if isinstance(a, Tensor):

@@ -16,7 +16,7 @@ from ._core import as_index_list, op, tensor_method
 
 def _infer_size(shape: tuple[int, ...], numel: int) -> tuple[int, ...]:
     if -1 not in shape and math.prod(shape) == numel and (not shape or min(shape) >= 0):
-        return shape  # the common case, checked in one pass
+        return tuple(shape)  # the common case, checked in one pass
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
