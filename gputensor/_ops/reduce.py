@@ -512,13 +512,8 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
                 raise RuntimeError(f"linalg.vector_norm cannot compute the {p_txt} norm on the "
                                    f"dimension {d} because this dimension is empty and the "
                                    f"operation does not have an identity")
-    if isinstance(dim, tuple | list):   # PyTorch's norm checks each dim in order: a repeat
-        seen: list[int] = []             # before an out-of-range dim is the error
-        for d in dim:
-            w = normalize_dim(d, x.dim())
-            if w in seen:
-                raise RuntimeError(f"dim {w} appears multiple times in the list of dims")
-            seen.append(w)
+    if isinstance(dim, tuple | list):  # norm checks a repeat before a later dim's range
+        dims_one_at_a_time(dim, x.dim())
     dims = _dims(x, dim)
     # PyTorch reduces a 0-d input over an explicit dim (0 or -1) like a longer one
     explicit_0d = x.dim() == 0 and dim is not None and (isinstance(dim, int) or len(dim) > 0)
