@@ -40,6 +40,8 @@ from .graph import Node, SavedTensor, edge_of, grad_accumulator
 from .jvp import JvpRule, check_tangents, dual_call
 
 _SPECIAL = ("g", "grads", "out", "outs")
+# Ops whose PyTorch node is named after another op (``a / b`` is DivBackward0).
+_NODE_NAMES = {"true_divide": "Div"}
 _META_SUFFIXES = ("_shape", "_dtype", "_device")
 _namespace: dict[str, Any] | None = None
 
@@ -106,7 +108,8 @@ class Derivative:
         self.varargs = varargs
         self.defaults = defaults or {}
         self.output_differentiable = output_differentiable
-        self.node_class = type(f"{_camel(op_name)}Backward0", (OpNode,), {"__slots__": ()})
+        self.node_class = type(f"{_NODE_NAMES.get(op_name) or _camel(op_name)}Backward0",
+                               (OpNode,), {"__slots__": ()})
         self._compiled: dict[str, tuple[Callable, tuple[str, ...]]] = {}
         self._names: dict[str, list[str]] = {k: _formula_names(v)
                                              for k, v in self.formulas.items() if v is not None}
@@ -234,6 +237,65 @@ class Derivative:
         node.saved = saved
         result.grad_fn = node
         result._requires_grad = True
+
+    def lane_recorder(self, params: tuple) -> Callable[[Any, Any, Any], None]:
+        """``record(result, a, b)`` for a binary op's one-pass calls (the CPU lane of
+        kernels/cpu/elementwise.py): ``a`` a tensor, ``b`` a tensor of a's shape and dtype or
+        a Python number, the op's default ``params``. It attaches what :meth:`record` would,
+        with the plan (edge slots, where each saved name comes from) made once for each set
+        of operands needing grad and kept for the last shape and dtype; saved names of other
+        kinds (metadata) take :meth:`record`."""
+        names = self.arg_names
+        node_class = self.node_class
+        plans: list[Any] = [None, None, None, None]   # by 2 * (a needs grad) + (b needs grad)
+        grad_state = grad_mode._state
+
+        def plan_for(mask: int, shape: tuple, dtype: Any) -> Any:
+            needed = tuple(n for n, g in zip(names, (mask & 2, mask & 1), strict=False) if g)
+            sources = []   # (name, 0 for a / 1 for b / "out" / (a param's value,))
+            for name in self._saved_names(needed):
+                if name == "out":
+                    sources.append((name, "out"))
+                elif name in names[:2]:
+                    sources.append((name, names.index(name)))
+                elif name in names:
+                    sources.append((name, (params[names.index(name) - 2],)))
+                else:
+                    return None
+            p = plans[mask] = (shape, dtype, tuple((n, -1, shape, dtype) for n in needed),
+                               tuple(sources))
+            return p
+
+        def record(result: Any, a: Any, b: Any) -> None:
+            if not grad_state.enabled:
+                return
+            ga = a._requires_grad
+            gb = type(b) is not int and type(b) is not float and b._requires_grad
+            mask = 2 * ga + gb
+            shape, dtype = a._shape, a._dtype
+            plan = plans[mask]
+            if (plan is None or plan[0] != shape or plan[1] is not dtype) and \
+                    (plan := plan_for(mask, shape, dtype)) is None:
+                self.record(result, (a, b), params)
+                return
+            saved = {}
+            for name, src in plan[3]:
+                if src == 0 or src == 1:
+                    x = b if src else a
+                    saved[name] = _SavedNumber(x) if type(x) is int or type(x) is float \
+                        else SavedTensor(x)
+                elif src == "out":
+                    saved[name] = SavedTensor(result, is_output=True)
+                else:
+                    saved[name] = src[0]
+            node = node_class.__new__(node_class)
+            node._init((edge_of(a), edge_of(b)) if mask == 3 else (edge_of(a if ga else b),))
+            node.derivative = self
+            node.slots = plan[2]
+            node.saved = saved
+            result.grad_fn = node
+            result._requires_grad = True
+        return record
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         n = len(self.arg_names)

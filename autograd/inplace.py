@@ -17,21 +17,28 @@ from .forward_ad import has_tangent
 
 
 def _requires_grad(x: Any) -> bool:
-    return hasattr(x, "_requires_grad") and x._requires_grad
+    return type(x) is not float and type(x) is not int and \
+        bool(getattr(x, "_requires_grad", False))
 
 
 def needs_graph(self: Any, args: tuple, kwargs: dict) -> bool:
     """Whether an in-place op on ``self`` with these arguments must record a node, or carry
-    tangents (forward AD)."""
+    tangents (forward AD). Plain loops: this runs on every in-place call."""
     if _fw_state.active and (has_tangent(self) or any(has_tangent(a) for a in args) or
                              any(has_tangent(v) for v in kwargs.values())):
         return True
-    if not grad_mode.is_grad_enabled():
+    if not grad_mode._state.enabled:
         return False
     if self._requires_grad or (self._base is not None and self._base._requires_grad):
         return True
-    return any(_requires_grad(a) for a in args) or any(_requires_grad(v) for v in
-                                                        kwargs.values())
+    for a in args:
+        if _requires_grad(a):
+            return True
+    if kwargs:
+        for v in kwargs.values():
+            if _requires_grad(v):
+                return True
+    return False
 
 
 def check_leaf(self: Any) -> None:

@@ -48,18 +48,23 @@ def empty_cpu(shape: tuple[int, ...], dtype: D.dtype) -> Tensor:
     return wrap_cpu(arr, dtype, shape)
 
 
-def wrap_cpu(arr: np.ndarray, dtype: D.dtype, shape: tuple[int, ...]) -> Tensor:
+_new = object.__new__  # (one global read on the hot path below, not two)
+
+
+def wrap_cpu(arr: np.ndarray, dtype: D.dtype, shape: tuple[int, ...],
+             strides: tuple[int, ...] | None = None) -> Tensor:
     """A new CPU tensor that owns ``arr``, a fresh C-contiguous array of ``shape`` and
-    ``dtype`` (what empty_cpu allocates, or a NumPy ufunc's new result)."""
-    storage = object.__new__(UntypedStorage)
+    ``dtype`` (what empty_cpu allocates, or a NumPy ufunc's new result); ``strides``, when
+    the caller has them, are ``shape``'s contiguous strides."""
+    storage = _new(UntypedStorage)
     storage._buf, storage.device, storage._version = arr, CPU, 0
     if _untyped.inference_blocks and _untyped.in_inference_mode():
         storage._inference = True
     if _capture.TRACE is not None:
         _capture.TRACE.storage_created(storage)
-    t = object.__new__(Tensor)
+    t = _new(Tensor)
     t._storage, t._dtype, t._shape, t._offset = storage, dtype, shape, 0
-    t._stride = _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
+    t._stride = strides or _STRIDES_CACHE.get(shape) or contiguous_strides(shape)
     t._np = t._np_buf = arr
     return t
 

@@ -94,8 +94,8 @@ def _install_methods() -> None:
 
 def _binary(name: str, reflected: bool = False) -> Any:
     fn = OPS[name].frontend
-    if not reflected:
-        return fn  # the frontend's first positional argument is self
+    if not reflected:  # the frontend's first positional argument is self
+        return getattr(fn, "operator", fn)   # (its (self, other) form where it has one)
     if name == "mul":   # PyTorch's __rmul__ is mul(self, other): the number second
         return fn
     if name == "true_divide":

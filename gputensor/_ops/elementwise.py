@@ -128,6 +128,16 @@ def _bind_params(op: OpDef, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
     return args, params
 
 
+# A Python int operand becomes a 64-bit Scalar in PyTorch: one past both int64 and uint64
+# raises, whatever the tensor's dtype.
+_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
+
+
+def _int_overflow(x: int) -> None:
+    raise OverflowError("int too big to convert" if x > 0 else
+                        "can't convert negative int to unsigned")
+
+
 def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, ...]] | None:
     """(inputs, promoted dtype, device, broadcast shape) of an elementwise call off the fast
     path; None when a sparse operand routes it to the sparse elementwise path. Promotion and
@@ -157,6 +167,9 @@ def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, 
                 shapes.append(x._shape)
             shape = broadcast_shapes(*shapes)
         return inputs, dt, dev, shape
+    for x in inputs:
+        if type(x) is int and not _INT64_MIN <= x < _UINT64_END:
+            _int_overflow(x)
     if any(getattr(x, "_sparse", False) for x in inputs):  # never meets a dense kernel
         return None
     dt = result_type(*inputs)
@@ -240,14 +253,23 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     refuses_complex_inplace = op.name == "abs"  # a real result cannot replace complex values
     integral_noop_inplace = op.inplace_integral_noop
     tensor_operands = op.tensor_operands
+    has_lane = op.name in LANE_OPS
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
-        # the kernel's allocating form (CPU ufunc ops); never a profiler's or a capture's
-        # wrapper's copy of it, which would bypass the recording
-        kernels[device_type, "allocating"] = None if hasattr(k, "_gt_profiler_raw") else \
-            getattr(k, "allocating", None)
+        # the kernel's allocating form and binary lane (CPU ufunc ops); never a profiler's or
+        # a capture's wrapper's copy of them, which would bypass the recording
+        raw = hasattr(k, "_gt_profiler_raw")
+        kernels[device_type, "allocating"] = None if raw else getattr(k, "allocating", None)
+        make_lane = None if raw else getattr(k, "make_lane", None)
+        kernels[device_type + ".lane"] = None if make_lane is None else \
+            make_lane(op.derivative.lane_recorder(default_params))
+        kernels[device_type + ".ilane"] = None if raw else getattr(k, "inplace_lane", None)
         return k
+
+    def load_lane(which: str = "cpu.lane") -> Callable | None:
+        load_kernel("cpu")
+        return cached_kernel(which)
 
     def compute_and_run(inputs: list, params: tuple, out: Tensor | None,
                         inplace: Tensor | None) -> Tensor:
@@ -363,6 +385,13 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         return result
 
     def inplace_fn(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        if has_lane and len(args) == 1 and not kwargs and \
+                not (vmap.depth or hook.active or _fw_state.active):
+            ilane = cached_kernel("cpu.ilane", _UNLOADED)
+            if ilane is _UNLOADED:
+                ilane = load_lane("cpu.ilane")
+            if ilane is not None and ilane(self, args[0]) is not None:
+                return self
         if vmap.depth:
             result = vmap.dispatch(op.name + "_", inplace_fn, (self, *args), kwargs)
             if result is not NotImplemented:
@@ -400,9 +429,36 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
             _check_tensor_operands(op.name, inputs)
         return compute_and_run(inputs, params, None, self)
 
+    # Binary ops with a CPU lane (kernels/cpu/elementwise.py): the commonest call (float
+    # tensors of one shape and layout, or a tensor and a number) is checked and run in one
+    # pass by the lane, which returns None for anything else; then the frontend's plan runs.
+    # The operator form (Tensor.__add__...) takes exactly (self, other).
+    def lane_frontend(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if out is None and len(args) == 2 and not kwargs and \
+                not (vmap.depth or hook.active or _fw_state.active):
+            lane = cached_kernel("cpu.lane", _UNLOADED)
+            if lane is _UNLOADED:
+                lane = load_lane()
+            if lane is not None and (result := lane(*args)) is not None:
+                return result
+        return frontend(*args, out=out, **kwargs)
+
+    def operator(self: Tensor, other: Any) -> Tensor:
+        if not (vmap.depth or hook.active or _fw_state.active):
+            lane = cached_kernel("cpu.lane", _UNLOADED)
+            if lane is _UNLOADED:
+                lane = load_lane()
+            if lane is not None and (result := lane(self, other)) is not None:
+                return result
+        return frontend(self, other)
+
     frontend.__name__ = op.name
     inplace_fn.__name__ = op.name + "_"
-    return frontend, inplace_fn
+    if not has_lane:
+        return frontend, inplace_fn
+    lane_frontend.__name__ = operator.__name__ = op.name
+    lane_frontend.operator = operator  # type: ignore[attr-defined]
+    return lane_frontend, inplace_fn
 
 
 def _check_alpha(alpha: Any, dtype: D.dtype) -> None:
@@ -429,6 +485,8 @@ def _check_tensor_operands(name: str, args: Sequence[Any]) -> None:
 
 
 _UNLOADED = object()  # a kernel cache slot not filled yet
+# The ops whose CPU kernels have a binary lane (make_lane: NumPy's one-operation ufuncs).
+LANE_OPS = frozenset(("add", "sub", "mul", "true_divide"))
 
 
 def _same_strides(args: tuple, stride: tuple[int, ...]) -> bool:
@@ -484,7 +542,7 @@ def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> int:
             if not dt.is_floating_point or dt in _REDUCED_FLOATS:
                 return 0   # (16-bit math takes its numbers through _reduced_float_numbers)
         elif tx is int:
-            if dt is D.bool or dt in _REDUCED_FLOATS:
+            if dt is D.bool or dt in _REDUCED_FLOATS or not _INT64_MIN <= x < _UINT64_END:
                 return 0
         elif (type(x) is not Tensor and (not isinstance(x, Tensor) or x._sparse)) or \
                 x._dtype is not dt or x._shape != shape or x._storage.device is not dev:

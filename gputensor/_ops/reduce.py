@@ -113,19 +113,31 @@ _FULL_KERNELS = kernel_cache()
 _ALL_DIMS = [tuple(range(n)) for n in range(65)]
 
 
+def _full(name: str, input: Tensor) -> Tensor:
+    """``input.<name>()`` over every element (loss.sum() and the like: one host path per step,
+    so the general binding is skipped): the kernel's own ``full`` form where it has one and
+    serves the input (the CPU's small reductions), else the kernel into a new 0-d result."""
+    dev = input._storage.device
+    entry = _FULL_KERNELS.get((name, dev.type))
+    if entry is None:
+        k = kernel(input, name)
+        # (never a profiler's or a capture's wrapper's copy of ``full``: it would bypass them)
+        entry = _FULL_KERNELS[name, dev.type] = (
+            k, None if hasattr(k, "_gt_profiler_raw") else getattr(k, "full", None))
+    k, full = entry
+    if full is not None and (result := full(input)) is not None:
+        return result
+    result = empty((), REDUCTIONS[name].out(input._dtype), dev)
+    ndim = len(input._shape)
+    k(result, input, _ALL_DIMS[ndim] if ndim < 65 else tuple(range(ndim)))
+    return result
+
+
 def _sum_like(name: str, input: Tensor, dim: Dims, keepdim: bool, dtype: Any,
               out: Tensor | None) -> Tensor:
     if dim is None and not keepdim and dtype is None and out is None and \
             input._dtype in _PLAIN_FLOATS and not input._sparse:
-        # loss.sum() and the like: one host path per step, so the general binding is skipped
-        dev = input._storage.device
-        k = _FULL_KERNELS.get((name, dev.type))
-        if k is None:
-            k = _FULL_KERNELS[name, dev.type] = kernel(input, name)
-        result = empty((), REDUCTIONS[name].out(input._dtype), dev)
-        ndim = len(input._shape)
-        k(result, input, _ALL_DIMS[ndim] if ndim < 65 else tuple(range(ndim)))
-        return result
+        return _full(name, input)
     if input._dtype in D.WIDE_UNSIGNED and dtype is None:  # sums in int64, as PyTorch
         input = input.to(D.int64)
     dt = _accumulate_dtype(dtype, out)
@@ -192,6 +204,9 @@ def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any =
 def mean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
     """Arithmetic mean; needs a floating/complex input or ``dtype``."""
+    if dim is None and not keepdim and dtype is None and out is None and \
+            (input._dtype is D.float32 or input._dtype is D.float64) and not input._sparse:
+        return _full("mean", input)
     dt = D.to_dtype(dtype) if dtype is not None else input.dtype
     if dt.category < D.FLOATING:
         raise RuntimeError(f"mean(): could not infer output dtype. "

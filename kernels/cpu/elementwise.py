@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._device import CPU as _CPU_DEVICE
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
 from gputensor.kernels.allocation import wrap_cpu
 from gputensor.kernels.layout import broadcast_strides, is_dense, merge_dims
@@ -33,6 +34,35 @@ _NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float
 # kernel, which is most of a small op's time. Used on the contiguous fast path only.
 _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "true_divide": np.divide}
 _UFUNC_DTYPES = (D.float32, D.float64)
+_F32, _F64 = _UFUNC_DTYPES
+_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64   # a Python int past these: the plan raises
+# shape -> its (cached) contiguous strides where the binary lane may run (non-empty, at least
+# 1-d, below the parallel size), else False; tensors from wrap_cpu hold that very tuple.
+_LANE_STRIDES: dict[tuple[int, ...], Any] = {}
+
+
+def _lane_layout(a: Any) -> Any:
+    """``a``'s strides when it may take a lane (a float32/float64 CPU tensor, contiguous, at
+    least 1-d and below the parallel size), else None."""
+    if type(a) is not Tensor:
+        return None
+    dt = a._dtype
+    if dt is not _F32 and dt is not _F64:
+        return None
+    st = _LANE_STRIDES.get(a._shape)
+    if st is None:
+        st = _lane_strides(a._shape)
+    return st if a._stride is st and a._storage.device is _CPU_DEVICE else None
+
+
+def _lane_strides(shape: tuple[int, ...]) -> Any:
+    st = contiguous_strides(shape)
+    if not shape or not 0 < math.prod(shape) < PARALLEL_THRESHOLD or \
+            _STRIDES_CACHE.get(shape) is not st:
+        st = False
+    if len(_LANE_STRIDES) < 4096:
+        _LANE_STRIDES[shape] = st
+    return st
 
 try:  # NumPy 2's errstate is this context variable: set directly, it costs ~0.3 us, not 1.3
     from numpy._core._ufunc_config import _extobj_contextvar as _FP_STATE
@@ -104,11 +134,24 @@ def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bo
 
 
 def _scalar(value: Any, cdt: np.dtype) -> Any:
-    """A Python/NumPy scalar in the compute dtype; out-of-range ints wrap like PyTorch's casts."""
+    """A Python/NumPy scalar in the compute dtype; out-of-range ints wrap like PyTorch's casts,
+    and a float past a narrower float's range is its infinity, without NumPy's warning."""
     try:
+        if cdt in _NARROW_FLOATS:
+            with np.errstate(over="ignore"):
+                return cdt.type(value)
         return cdt.type(value)
     except OverflowError:
         return np.array(value).astype(cdt)[()]
+
+
+_NARROW_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.complex64))
+
+
+def _numbers_as(operands: list[Any], compute: D.dtype) -> list[Any]:
+    """The Python numbers among ``operands`` as scalars of the compute dtype (arrays kept)."""
+    return [x if type(x) is not float and type(x) is not int else _scalar(x, compute.np_dtype)
+            for x in operands]
 
 
 def _to_compute(a: np.ndarray, compute: D.dtype, cdt: np.dtype) -> np.ndarray:
@@ -333,7 +376,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         for x in inputs:
             tx = type(x)
             if tx is float or tx is int:
-                arrays.append(_scalar(x, compute.np_dtype))
+                arrays.append(x)   # (rounded to the dtype below, quietly)
                 continue
             if x._stride is not _STRIDES_CACHE.get(x._shape) or x._dtype is not compute:
                 return None
@@ -344,18 +387,91 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             return None  # 0-d (NumPy returns a scalar), empty or big: run's kernels
         if _FP_STATE is None:
             with np.errstate(all="ignore"):
-                return wrap_cpu(ufunc(*arrays), compute, shape)
+                return wrap_cpu(ufunc(*_numbers_as(arrays, compute)), compute, shape)
         token = _FP_STATE.set(_FP_QUIET)
         try:
-            result = ufunc(*arrays)
+            result = ufunc(*_numbers_as(arrays, compute))
         finally:
             _FP_STATE.reset(token)
         return wrap_cpu(result, compute, shape)
+
+    def make_lane(record: Callable[[Tensor, Any, Any], None]) -> Callable:
+        """The whole binary op for the frontend's commonest call, checks included, in one
+        pass; ``record(result, a, b)`` is called when an operand requires grad."""
+
+        def lane(a: Any, b: Any) -> Tensor | None:
+            """``a`` a float32/float64 CPU tensor, contiguous, at least 1-d and below the
+            parallel size, ``b`` a tensor of the same dtype, shape and strides or a Python
+            number: the result. None for anything else (the frontend's plan runs)."""
+            st = _lane_layout(a)
+            if st is None:
+                return None
+            dt, shape, grad = a._dtype, a._shape, a._requires_grad
+            tb = type(b)
+            if tb is Tensor:
+                if b._dtype is not dt or b._shape != shape or b._stride is not st or \
+                        b._storage.device is not _CPU_DEVICE:
+                    return None
+                y = b._np if b._np_buf is b._storage._buf else b._host
+                grad = grad or b._requires_grad
+            elif tb is float or (tb is int and _INT64_MIN <= b < _UINT64_END):
+                y = b   # (rounded to the dtype below, quietly: 1e300 is inf in float32)
+            else:
+                return None
+            x = a._np if a._np_buf is a._storage._buf else a._host
+            if _FP_STATE is None:
+                with np.errstate(all="ignore"):
+                    result = ufunc(x, y if y is not b else dt.np_dtype.type(b))
+            else:
+                token = _FP_STATE.set(_FP_QUIET)
+                try:
+                    result = ufunc(x, y if y is not b else dt.np_dtype.type(b))
+                finally:
+                    _FP_STATE.reset(token)
+            t = wrap_cpu(result, dt, shape, st)
+            if grad:
+                record(t, a, b)
+            return t
+        return lane
+
+    def inplace_lane(a: Any, b: Any) -> Tensor | None:
+        """``a.<op>_(b)`` for the same operands as the lane, ``b`` in other memory than
+        ``a``'s and no operand (nor ``a``'s base) requiring grad: ``a``, written. None for
+        anything else (the in-place frontend's checks and autograd run)."""
+        st = _lane_layout(a)
+        if st is None or a._requires_grad or (a._base is not None and a._base._requires_grad):
+            return None
+        dt, shape = a._dtype, a._shape
+        tb = type(b)
+        if tb is Tensor:
+            if b._dtype is not dt or b._shape != shape or b._stride is not st or \
+                    b._storage.device is not _CPU_DEVICE or b._requires_grad or \
+                    b._storage is a._storage:
+                return None
+            y = b._np if b._np_buf is b._storage._buf else b._host
+        elif tb is float or (tb is int and _INT64_MIN <= b < _UINT64_END):
+            y = b
+        else:
+            return None
+        x = a._np if a._np_buf is a._storage._buf else a._host
+        if _FP_STATE is None:
+            with np.errstate(all="ignore"):
+                ufunc(x, y if y is not b else dt.np_dtype.type(b), out=x)
+        else:
+            token = _FP_STATE.set(_FP_QUIET)
+            try:
+                ufunc(x, y if y is not b else dt.np_dtype.type(b), out=x)
+            finally:
+                _FP_STATE.reset(token)
+        a._storage._version += 1
+        return a
 
     run._gt_elementwise_op = op  # type: ignore[attr-defined]  (what gt.compile fuses)
     run.bind = bind  # type: ignore[attr-defined]
     if ufunc is not None:
         run.allocating = allocating  # type: ignore[attr-defined]
+        run.make_lane = make_lane  # type: ignore[attr-defined]
+        run.inplace_lane = inplace_lane  # type: ignore[attr-defined]
     return run
 
 

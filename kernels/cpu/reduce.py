@@ -30,6 +30,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import wrap_cpu
 
 from ..reduce import REDUCTIONS, Reduction, norm_reduction
 from ..registry import CPU
@@ -481,7 +482,43 @@ def _acc_kernel(name: str) -> Callable[..., None]:
     def run(result: Tensor, inp: Tensor, dims: tuple[int, ...]) -> None:
         _reduce_into(name, result, inp, dims)
     run.__name__ = name
+    run.full = _full_reduction(name)  # type: ignore[attr-defined]
     return run
+
+
+def _full_reduction(name: str) -> Callable[[Tensor], Tensor | None]:
+    """``full(inp)``: the reduction of every element of ``inp`` as a new 0-d tensor (the
+    frontends' ``x.sum()`` path), with the prepared runner found by the tensor's own shape,
+    strides and dtype rather than by the NumPy geometry key of ``_reduce_into``; None where
+    that runner does not serve (16-bit floats, a size where threads may run, a plan that copies),
+    and the general kernel must."""
+    runners: dict[tuple, Any] = {}
+    reduction = REDUCTIONS[name]
+
+    def prepare(inp: Tensor, key: tuple) -> Any:
+        a = inp._host
+        out_dtype = reduction.out(inp._dtype)
+        r = np.empty((), out_dtype.np_dtype)
+        runner = None
+        if 0 < a.size < PARALLEL_THRESHOLD:
+            runner = _prepare(name, a, tuple(range(a.ndim)), r, 0.0)
+        entry = (runner, out_dtype, out_dtype.np_dtype) if runner is not None else False
+        if len(runners) < 1024:
+            runners[key] = entry
+        return entry
+
+    def full(inp: Tensor) -> Tensor | None:
+        key = (inp._shape, inp._stride, inp._dtype)
+        entry = runners.get(key)
+        if entry is None:
+            entry = prepare(inp, key)
+        if entry is False:
+            return None
+        runner, out_dtype, np_dtype = entry
+        r = np.empty((), np_dtype)
+        runner(inp._np if inp._np_buf is inp._storage._buf else inp._host, r)
+        return wrap_cpu(r, out_dtype, ())
+    return full
 
 
 for _name in ("sum", "nansum", "prod", "mean", "amax", "amin", "all", "any", "count_nonzero"):

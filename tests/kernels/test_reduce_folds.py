@@ -106,3 +106,38 @@ def test_a_new_fold_needs_only_its_record(device: str, monkeypatch: pytest.Monke
                 cuda_reduce.reduce(fold.name, x, (1,), out, p=0.25)
         want = np.sqrt((np.abs(data.astype(np.complex128)) ** 2).mean(axis=1)) + 0.25
         np.testing.assert_allclose(out.cpu().numpy(), want, rtol=2e-6)
+
+
+@pytest.mark.parametrize("name", ["sum", "nansum", "prod", "mean", "amax", "all"])
+def test_full_form_gives_the_general_kernels_bits(name: str) -> None:
+    """``x.sum()``'s path (the kernel's ``full`` form, its runner found by the tensor's own
+    shape, strides and dtype) computes exactly what the general kernel does, and declines
+    (None) what that runner cannot serve."""
+    full = gt.kernels.registry.BACKENDS["cpu", "strided"].kernel(name).full
+    rng = np.random.default_rng(5)
+    served = 0
+    for shape in [(1,), (16,), (3, 5), (2047,), (2049,), (40, 70), (3, 1, 4, 5)]:
+        for dtype in (np.float32, np.float64):
+            x = gt.tensor((rng.standard_normal(shape) * 10).astype(dtype))
+            for view in (x, x.t() if x.dim() == 2 else x, x[..., ::2]):
+                want = gt.empty((), dtype=gt.bool if name == "all" else view.dtype)
+                cpu_reduce._reduce_into(name, want, view, tuple(range(view.dim())))
+                got = full(view)
+                if got is None:   # a plan that cannot view it in place: the general kernel
+                    assert not view.is_contiguous()
+                    continue
+                served += 1
+                assert got.shape == () and got.numpy().tobytes() == want.numpy().tobytes()
+    assert served == 38
+    assert full(gt.ones(4, dtype=gt.float16)) is None          # computes in float32 copies
+    assert full(gt.ones(0)) is None and full(gt.ones(1 << 19)) is None   # empty, threaded
+
+
+def test_full_reductions_stay_visible_to_the_profiler() -> None:
+    a = gt.randn(16)
+    a.sum(), a.mean()
+    with gt.profiler.profile() as prof:
+        a.sum()
+        a.mean()
+    keys = {r.key for r in prof.key_averages()}
+    assert {"sum", "mean"} <= keys
