@@ -249,6 +249,7 @@ class Derivative:
         node_class = self.node_class
         plans: list[Any] = [None, None, None, None]   # by 2 * (a needs grad) + (b needs grad)
         grad_state = grad_mode._state
+        saved_input = SavedTensor.of_input
 
         def plan_for(mask: int, shape: tuple, dtype: Any) -> Any:
             needed = tuple(n for n, g in zip(names, (mask & 2, mask & 1), strict=False) if g)
@@ -283,13 +284,19 @@ class Derivative:
                 if src == 0 or src == 1:
                     x = b if src else a
                     saved[name] = _SavedNumber(x) if type(x) is int or type(x) is float \
-                        else SavedTensor(x)
+                        else saved_input(x)
                 elif src == "out":
                     saved[name] = SavedTensor(result, is_output=True)
                 else:
                     saved[name] = src[0]
             node = node_class.__new__(node_class)
-            node._init((edge_of(a), edge_of(b)) if mask == 3 else (edge_of(a if ga else b),))
+            if mask == 3:
+                node._init((edge_of(a), edge_of(b)))
+            else:
+                x = a if ga else b
+                fn = x.grad_fn   # (edge_of's common case inline: a non-view with a history)
+                node._init(((fn, x._output_nr),) if fn is not None and x._base is None
+                           else (edge_of(x),))
             node.derivative = self
             node.slots = plan[2]
             node.saved = saved

@@ -159,6 +159,9 @@ def _regenerate_view_history(view: Any, base: Any) -> Node:
     return view.grad_fn
 
 
+_new = object.__new__
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version its storage had when it was saved.
 
@@ -181,6 +184,17 @@ class SavedTensor:
             hooks = _hook_stack()
             if hooks:
                 self._pack(t, hooks[-1])
+
+    @classmethod
+    def of_input(cls, t: Any) -> SavedTensor:
+        """``SavedTensor(t)`` without the call's argument binding (the lane recorder's hot
+        path); with saved-tensor hooks active it is the constructor."""
+        if _hooks_active:
+            return cls(t)
+        self = _new(cls)
+        self.tensor, self.version, self.is_output, self.output_nr, self.hooks = \
+            t, t._storage._version, False, 0, None
+        return self
 
     def _pack(self, t: Any, hooks: tuple[Callable, Callable]) -> None:
         pack, unpack = hooks
