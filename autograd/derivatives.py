@@ -42,7 +42,9 @@ from .jvp import JvpRule, check_tangents, dual_call
 _SPECIAL = ("g", "grads", "out", "outs")
 # Ops whose PyTorch node is named after another op (``a / b`` is DivBackward0).
 _NODE_NAMES = {"true_divide": "Div"}
-_META_SUFFIXES = ("_shape", "_dtype", "_device")
+_META_SUFFIXES = ("_shape", "_dtype", "_device", "_strides")
+# the tensor attribute each metadata suffix reads (``<arg>_strides``: its strides, in elements)
+_META_ATTRS = {"_shape": "shape", "_dtype": "dtype", "_device": "device", "_strides": "_stride"}
 _namespace: dict[str, Any] | None = None
 
 
@@ -374,7 +376,7 @@ class Derivative:
         for suffix in _META_SUFFIXES:
             if name.endswith(suffix) and name not in values:
                 x = values.get(name[: -len(suffix)])
-                attr = suffix[1:]
+                attr = _META_ATTRS[suffix]
                 if isinstance(x, list | tuple):
                     return [getattr(t, attr) for t in x]
                 return getattr(x, attr) if x is not None else None

@@ -85,6 +85,29 @@ def scale(g: Any, s: Any) -> Any:
     return g if (not hasattr(s, "_dtype") and s == 1) else g * s
 
 
+def _column_major(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    return strides[0] == 1 and strides[1] == sizes[0]
+
+
+def mm_mat1_grad(g: Any, mat2: Any, mat1_sizes: Sequence[int],
+                 mat1_strides: Sequence[int]) -> Any:
+    """``g @ mat2^H``, the gradient of mm's first factor, laid out column-major when that
+    factor was (PyTorch's mm_mat1_backward): the gradient of ``x @ w.t()``'s ``w`` then has
+    ``w``'s own layout, which AccumulateGrad keeps without a copy."""
+    if _column_major(mat1_sizes, mat1_strides):
+        return cj(mat2).mm(g.t()).t()
+    return g.mm(cj(mat2).t())
+
+
+def mm_mat2_grad(g: Any, mat1: Any, mat2_sizes: Sequence[int],
+                 mat2_strides: Sequence[int]) -> Any:
+    """``mat1^H @ g``, the gradient of mm's second factor, column-major when that factor was
+    (PyTorch's mm_mat2_backward)."""
+    if _column_major(mat2_sizes, mat2_strides):
+        return g.t().mm(cj(mat1)).t()
+    return cj(mat1).t().mm(g)
+
+
 def masked(g: Any, mask: Any) -> Any:
     """``g`` where ``mask`` holds, else zero."""
     import gputensor as gt

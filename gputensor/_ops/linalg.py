@@ -213,7 +213,8 @@ def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
 
 # Derivatives: grad * conj(the other factor), transposed; the training path (mm, addmm, matmul
 # of 2-d operands) costs one product per input and no copies (BLAS reads the transposed views).
-@op(cost=gemm_cost(), grad={"input": "g.mm(cj(mat2).t())", "mat2": "cj(input).t().mm(g)"},
+@op(cost=gemm_cost(), grad={"input": "mm_mat1_grad(g, mat2, input_shape, input_strides)",
+                            "mat2": "mm_mat2_grad(g, input, mat2_shape, mat2_strides)"},
     jvp="mm(input_t, mat2) + mm(input, mat2_t)")
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of an (n x k) and a (k x m) matrix."""
@@ -244,8 +245,9 @@ def _check_addmm(input: Tensor, mat1: Tensor, mat2: Tensor, op_name: str) -> Non
 
 
 @op(inplace=True, cost=gemm_cost(left=1, accumulate=True),
-    grad={"input": "scale(g, cj(beta))", "mat1": "scale(g.mm(cj(mat2).t()), cj(alpha))",
-          "mat2": "scale(cj(mat1).t().mm(g), cj(alpha))"},
+    grad={"input": "scale(g, cj(beta))",
+          "mat1": "scale(mm_mat1_grad(g, mat2, mat1_shape, mat1_strides), cj(alpha))",
+          "mat2": "scale(mm_mat2_grad(g, mat1, mat2_shape, mat2_strides), cj(alpha))"},
     jvp="scale(input_t, beta) + scale(mm(mat1_t, mat2) + mm(mat1, mat2_t), alpha)")
 def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1,
           out: Tensor | None = None) -> Tensor:

@@ -613,3 +613,27 @@ def test_matmul_random_shapes(batch_a: list, batch_b: list, n: int, k: int, m: i
         check_error(fn, [shape_a, shape_b], "cpu", gt.float64)
         return
     assert_close(fn(gt, *ours), expected)
+
+
+@requires_torch
+@pytest.mark.parametrize("op", ["mm", "addmm"])
+def test_mm_gradients_of_a_column_major_factor_keep_its_layout(device: str, op: str) -> None:
+    """PyTorch's mm_mat1/mat2_backward: the gradient of a transposed (column-major) factor is
+    computed column-major, so ``x @ w.t()``'s ``w.grad`` has ``w``'s layout (no copy in
+    AccumulateGrad); values and gradcheck as before."""
+    rng = np.random.default_rng(6)
+    xn, wn, bn = rng.standard_normal((5, 3)), rng.standard_normal((4, 3)), rng.standard_normal(4)
+    grads = []
+    for lib, dev in ((gt, device), (torch, "cpu")):
+        x = lib.tensor(xn, device=dev).t().contiguous().t().requires_grad_()  # column-major
+        w = lib.tensor(wn, device=dev, requires_grad=True)
+        b = lib.tensor(bn, device=dev, requires_grad=True)
+        y = lib.mm(x, w.t()) if op == "mm" else lib.addmm(b, x, w.t(), beta=0.5, alpha=2.0)
+        (y * y).sum().backward()
+        grads.append([(t.grad.stride(), t.grad.cpu().numpy()) for t in (x, w)])
+    for (gs, gv), (ts, tv) in zip(*grads, strict=True):
+        assert gs == ts
+        np.testing.assert_allclose(gv, tv, rtol=1e-12)
+    x = gt.tensor(xn, device=device).t().contiguous().t().requires_grad_()
+    w = gt.tensor(wn, device=device, requires_grad=True)
+    assert gt.autograd.gradcheck(lambda x, w: gt.mm(x, w.t()), (x, w))
