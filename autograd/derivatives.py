@@ -12,7 +12,8 @@ declaration. Names a formula may use:
 - ``g``: the gradient of the (first) output; ``grads``: the gradients of all outputs
 - ``out``: the (first) output; ``outs``: all outputs; ``out1`` etc.: one of them
 - any argument of the op by name (tensors are saved with their version), and
-  ``<arg>_shape`` / ``<arg>_dtype`` / ``<arg>_device`` for a tensor argument's metadata
+  ``<arg>_shape`` / ``<arg>_dtype`` / ``<arg>_device`` / ``<arg>_strides`` for a tensor
+  argument's metadata
   (cheaper than saving the tensor)
 - in expression strings, every public ``gputensor`` function and the helpers in
   ``autograd.formulas``
