@@ -154,7 +154,11 @@ def _overhead_ops(lib: Lib, data: Data) -> dict[str, Callable[[], Any]]:
     m = lib.wrap(data.get("m4", (4, 4)))
     v = lib.wrap(data.get("v44", (4, 4)))
     is_np = lib.name == "numpy"
+    # an operand in a graph (a non-leaf that requires grad): the recorded op issue 14 targets
+    r = None if is_np else (b.clone().requires_grad_() * 1.0)
     return {
+        "c.add_(b)": lambda: c.__iadd__(b),
+        "r * a (recorded)": (lambda: a * b) if is_np else (lambda: r * a),
         "a * 2.0": lambda: a * 2.0,
         "exp(a, out=c)": lambda: xp.exp(a, out=c),
         "relu(a)": (lambda: np.maximum(a, np.float32(0))) if is_np else (lambda: xp.relu(a)),
@@ -166,11 +170,13 @@ def _overhead_ops(lib: Lib, data: Data) -> dict[str, Callable[[], Any]]:
     }
 
 
-OVERHEAD_OPS = ("a * 2.0", "exp(a, out=c)", "relu(a)", "sum(a)", "matmul 4x4",
-                "a.reshape(4, 4)", "a[2:10]", "a.T of 4x4")
+OVERHEAD_OPS = ("c.add_(b)", "r * a (recorded)", "a * 2.0", "exp(a, out=c)", "relu(a)",
+                "sum(a)", "matmul 4x4", "a.reshape(4, 4)", "a[2:10]", "a.T of 4x4")
 
 
 @pytest.mark.parametrize("op", OVERHEAD_OPS)
 def test_dispatch_overhead(benchmark: Any, lib: Lib, data: Data, op: str) -> None:
+    if op == "r * a (recorded)":
+        _skip_numpy(lib)
     fn = _overhead_ops(lib, data)[op]
     run(benchmark, lib, f"overhead: {op}, 16 elems", fn, small=True)

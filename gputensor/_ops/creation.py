@@ -12,7 +12,7 @@ from gputensor import _memory_format as MF
 from gputensor._compile.state import host_constant, host_read
 from gputensor._device import CPU
 from gputensor._device import device as Device
-from gputensor._tensor import Tensor, new_shape
+from gputensor._tensor import Tensor, contiguous_strides, new_shape
 from gputensor.kernels.allocation import empty_with_strides
 from gputensor.storage.untyped import UntypedStorage
 
@@ -147,7 +147,9 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     shape = ndarray.shape
     strides = tuple(s // isz for s in ndarray.strides)
     if ndarray.flags.c_contiguous:
-        t = Tensor._make(UntypedStorage._wrap(ndarray, CPU), dt, shape, strides, 0)
+        cs = contiguous_strides(shape)   # the cached tuple: fast paths compare by identity
+        t = Tensor._make(UntypedStorage._wrap(ndarray, CPU), dt, shape,
+                         cs if strides == cs else strides, 0)
         t._np, t._np_buf = ndarray, ndarray
         return t
     extent = 0 if 0 in shape else sum((n - 1) * s for n, s in zip(shape, ndarray.strides,

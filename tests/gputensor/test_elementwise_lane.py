@@ -150,3 +150,13 @@ def test_python_ints_past_64_bits_raise_like_pytorch(device: str, value: int,
             with pytest.raises(OverflowError, match=message):
                 call(t)
     assert (gt.ones(2, device=device) * ((1 << 64) - 1)).tolist() == [2.0 ** 64] * 2
+
+
+def test_from_numpy_tensors_take_the_lane() -> None:
+    """A C-contiguous array's tensor holds the cached contiguous strides (the fast paths
+    compare layouts by identity); NumPy's strides are kept where they differ (size-1 dims)."""
+    lane, _ = _lane("add")
+    a = gt.from_numpy(np.ones(16, np.float32))
+    assert a._stride is gt.empty(16)._stride and lane(a, a) is not None
+    odd = np.ones((3, 1), np.float32)[:, ::2]   # C-contiguous, NumPy stride 8 on the 1-dim
+    assert gt.from_numpy(odd).stride() == tuple(s // 4 for s in odd.strides)
