@@ -254,6 +254,8 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
     integral_noop_inplace = op.inplace_integral_noop
     tensor_operands = op.tensor_operands
     has_lane = op.name in LANE_OPS
+    unary_lane = arity == 1 and not op.params and not op.name.startswith("_") and \
+        all(fast_rules.get(dt) == (dt, dt) for dt in (D.float32, D.float64))
 
     def load_kernel(device_type: str) -> Callable:
         k = kernels[device_type] = BACKENDS[device_type, "strided"].kernel(op.name)
@@ -265,6 +267,7 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         kernels[device_type + ".lane"] = None if make_lane is None else \
             make_lane(op.derivative.lane_recorder(default_params))
         kernels[device_type + ".ilane"] = None if raw else getattr(k, "inplace_lane", None)
+        kernels[device_type + ".ulane"] = None if raw else getattr(k, "unary_lane", None)
         return k
 
     def load_lane(which: str = "cpu.lane") -> Callable | None:
@@ -452,8 +455,23 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
                 return result
         return frontend(self, other)
 
+    # Parameterless unary ops whose float32/float64 result keeps the dtype: the CPU kernel's
+    # unary lane (the same checks for one operand, no grad) before the frontend.
+    def unary_frontend(*args: Any, out: Tensor | None = None, **kwargs: Any) -> Tensor:
+        if out is None and len(args) == 1 and not kwargs and \
+                not (vmap.depth or hook.active or _fw_state.active):
+            lane = cached_kernel("cpu.ulane", _UNLOADED)
+            if lane is _UNLOADED:
+                lane = load_lane("cpu.ulane")
+            if lane is not None and (result := lane(args[0])) is not None:
+                return result
+        return frontend(*args, out=out, **kwargs)
+
     frontend.__name__ = op.name
     inplace_fn.__name__ = op.name + "_"
+    if unary_lane:
+        unary_frontend.__name__ = op.name
+        return unary_frontend, inplace_fn
     if not has_lane:
         return frontend, inplace_fn
     lane_frontend.__name__ = operator.__name__ = op.name

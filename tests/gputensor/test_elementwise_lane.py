@@ -160,3 +160,27 @@ def test_from_numpy_tensors_take_the_lane() -> None:
     assert a._stride is gt.empty(16)._stride and lane(a, a) is not None
     odd = np.ones((3, 1), np.float32)[:, ::2]   # C-contiguous, NumPy stride 8 on the 1-dim
     assert gt.from_numpy(odd).stride() == tuple(s // 4 for s in odd.strides)
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sigmoid", "tanh", "relu", "neg", "sqrt",
+                                  "erf", "abs", "sin", "reciprocal", "silu"])
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
+def test_unary_lane_gives_the_kernels_bits(name: str, dtype: gt.dtype) -> None:
+    """The unary lane (parameterless unary ops, float32/float64, contiguous, no grad) runs the
+    kernel the frontend's fast path runs: the same bits as the planned call on a strided view
+    of the same values; a tensor that requires grad is recorded by the plan."""
+    fn = getattr(gt, name)
+    lane = BACKENDS["cpu", "strided"].kernel(name).unary_lane
+    rng = np.random.default_rng(7)
+    x = gt.tensor(rng.uniform(0.1, 3.0, 37), dtype=dtype)
+    strided = gt.zeros(74, dtype=dtype)[::2]
+    strided.copy_(x)
+    got = lane(x)
+    assert got is not None and got.dtype is dtype and got._storage is not x._storage
+    np.testing.assert_array_equal(got.numpy(), fn(strided).numpy())
+    np.testing.assert_array_equal(fn(x).numpy(), got.numpy())
+    assert lane(strided) is None and lane(x.requires_grad_()) is None
+    y = fn(x)
+    assert y.grad_fn is not None
+    with gt.no_grad():
+        assert fn(x).grad_fn is None
