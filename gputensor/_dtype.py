@@ -141,6 +141,10 @@ ALIASES: dict[str, dtype] = {
 _BY_NP = {d.np_dtype: d for d in (*DTYPES, *WIDE_UNSIGNED, *FLOAT8_DTYPES)}
 _BY_NAME = {**{d.name: d for d in (*DTYPES, *LIMITED_DTYPES)}, **ALIASES}
 
+# A Python int becomes a 64-bit Scalar in PyTorch (int64, or uint64 past int64's max): one
+# outside [SCALAR_INT_MIN, SCALAR_INT_END) cannot be converted, whatever the tensor's dtype.
+SCALAR_INT_MIN, SCALAR_INT_END = -(1 << 63), 1 << 64
+
 _default_dtype: dtype = float32
 
 

@@ -40,7 +40,14 @@ _INT_RANGE = {d: (int(np.iinfo(d.np_dtype).min), int(np.iinfo(d.np_dtype).max))
 _FLOAT_MAX = {D.float16: 65504.0, D.bfloat16: float(np.finfo(np.float32).max) * (1 - 2**-8),
               D.float32: float(np.finfo(np.float32).max), D.float64: math.inf,
               D.complex64: float(np.finfo(np.float32).max), D.complex128: math.inf}
-_UINT64_END, _INT64_MIN = 2**64, -(2**63)
+
+
+def check_python_int(v: int) -> None:
+    """PyTorch's OverflowError for a Python int no 64-bit Scalar holds."""
+    if v >= D.SCALAR_INT_END:
+        raise OverflowError("int too big to convert")
+    if v < D.SCALAR_INT_MIN:
+        raise OverflowError("can't convert negative int to unsigned")
 
 
 def _overflow(dtype: D.dtype) -> RuntimeError:
@@ -62,10 +69,7 @@ def checked_fill_value(value: Any, dtype: D.dtype) -> Any:
         return value
     if isinstance(value, int | np.integer):
         v = int(value)
-        if v >= _UINT64_END:  # no 64-bit scalar holds it, whatever the dtype
-            raise OverflowError("int too big to convert")
-        if v < _INT64_MIN:
-            raise OverflowError("can't convert negative int to unsigned")
+        check_python_int(v)   # whatever the dtype
         if dtype is D.bool:
             return bool(v)
         rng = _INT_RANGE.get(dtype)

@@ -32,7 +32,7 @@ from gputensor.kernels.registry import BACKENDS, OPS, OpDef, declare, kernel_cac
 from . import _core
 from ._core import broadcast_shapes, check_out, empty, empty_cpu, result_type
 from ._overlap import check_overlap
-from ._scalar_range import checked_fill_value
+from ._scalar_range import check_python_int, checked_fill_value
 
 # dtype rules: how the compute dtype and the output dtype follow from the promoted type.
 _FLOAT_RESULT = ("float", "float_compare", "real_float")  # real_float: complex gives real
@@ -128,16 +128,6 @@ def _bind_params(op: OpDef, args: tuple, kwargs: dict) -> tuple[tuple, tuple]:
     return args, params
 
 
-# A Python int operand becomes a 64-bit Scalar in PyTorch: one past both int64 and uint64
-# raises, whatever the tensor's dtype.
-_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64
-
-
-def _int_overflow(x: int) -> None:
-    raise OverflowError("int too big to convert" if x > 0 else
-                        "can't convert negative int to unsigned")
-
-
 def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, ...]] | None:
     """(inputs, promoted dtype, device, broadcast shape) of an elementwise call off the fast
     path; None when a sparse operand routes it to the sparse elementwise path. Promotion and
@@ -168,8 +158,8 @@ def _broadcast(op: OpDef, inputs: list) -> tuple[list, D.dtype, Any, tuple[int, 
             shape = broadcast_shapes(*shapes)
         return inputs, dt, dev, shape
     for x in inputs:
-        if type(x) is int and not _INT64_MIN <= x < _UINT64_END:
-            _int_overflow(x)
+        if type(x) is int:
+            check_python_int(x)
     if any(getattr(x, "_sparse", False) for x in inputs):  # never meets a dense kernel
         return None
     dt = result_type(*inputs)
@@ -560,7 +550,8 @@ def _same_kind(args: tuple, dt: D.dtype, shape: tuple, dev: Any) -> int:
             if not dt.is_floating_point or dt in _REDUCED_FLOATS:
                 return 0   # (16-bit math takes its numbers through _reduced_float_numbers)
         elif tx is int:
-            if dt is D.bool or dt in _REDUCED_FLOATS or not _INT64_MIN <= x < _UINT64_END:
+            if dt is D.bool or dt in _REDUCED_FLOATS or \
+                    not D.SCALAR_INT_MIN <= x < D.SCALAR_INT_END:
                 return 0
         elif (type(x) is not Tensor and (not isinstance(x, Tensor) or x._sparse)) or \
                 x._dtype is not dt or x._shape != shape or x._storage.device is not dev:

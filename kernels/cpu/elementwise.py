@@ -35,7 +35,8 @@ _NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float
 _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "true_divide": np.divide}
 _UFUNC_DTYPES = (D.float32, D.float64)
 _F32, _F64 = _UFUNC_DTYPES
-_INT64_MIN, _UINT64_END = -(1 << 63), 1 << 64   # a Python int past these: the plan raises
+# (a Python int outside D.SCALAR_INT_MIN..END: the lanes decline, the frontend's plan raises)
+_INT_MIN, _INT_END = D.SCALAR_INT_MIN, D.SCALAR_INT_END
 # shape -> its (cached) contiguous strides where the binary lane may run (non-empty, at least
 # 1-d, below the parallel size), else False; tensors from wrap_cpu hold that very tuple.
 _LANE_STRIDES: dict[tuple[int, ...], Any] = {}
@@ -52,7 +53,8 @@ def _lane_layout(a: Any) -> Any:
     st = _LANE_STRIDES.get(a._shape)
     if st is None:
         st = _lane_strides(a._shape)
-    return st if a._stride is st and a._storage.device is _CPU_DEVICE else None
+    return st if (a._stride is st or a._stride == st) and a._storage.device is _CPU_DEVICE \
+        else None
 
 
 def _lane_strides(shape: tuple[int, ...]) -> Any:
@@ -409,12 +411,12 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             dt, shape, grad = a._dtype, a._shape, a._requires_grad
             tb = type(b)
             if tb is Tensor:
-                if b._dtype is not dt or b._shape != shape or b._stride is not st or \
+                if b._dtype is not dt or b._shape != shape or b._stride != st or \
                         b._storage.device is not _CPU_DEVICE:
                     return None
                 y = b._np if b._np_buf is b._storage._buf else b._host
                 grad = grad or b._requires_grad
-            elif tb is float or (tb is int and _INT64_MIN <= b < _UINT64_END):
+            elif tb is float or (tb is int and _INT_MIN <= b < _INT_END):
                 y = b   # (rounded to the dtype below, quietly: 1e300 is inf in float32)
             else:
                 return None
@@ -444,12 +446,12 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         dt, shape = a._dtype, a._shape
         tb = type(b)
         if tb is Tensor:
-            if b._dtype is not dt or b._shape != shape or b._stride is not st or \
+            if b._dtype is not dt or b._shape != shape or b._stride != st or \
                     b._storage.device is not _CPU_DEVICE or b._requires_grad or \
                     b._storage is a._storage:
                 return None
             y = b._np if b._np_buf is b._storage._buf else b._host
-        elif tb is float or (tb is int and _INT64_MIN <= b < _UINT64_END):
+        elif tb is float or (tb is int and _INT_MIN <= b < _INT_END):
             y = b
         else:
             return None

@@ -528,8 +528,7 @@ def _full_reduction(name: str) -> Callable[[Tensor], Tensor | None]:
         out_dtype = reduction.out(inp._dtype)
         r = np.empty((), out_dtype.np_dtype)
         runner = None
-        if 0 < a.size <= ROW_BLOCK and a.flags.c_contiguous and a.dtype not in _NUMBA_COMPUTE \
-                and name not in CENTERED:
+        if 0 < a.size <= ROW_BLOCK and a.flags.c_contiguous and a.dtype not in _NUMBA_COMPUTE:
             runner = _whole_runner(name, a)
         elif 0 < a.size < PARALLEL_THRESHOLD:
             runner = _prepare(name, a, tuple(range(a.ndim)), r, 0.0)

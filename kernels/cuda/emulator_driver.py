@@ -135,6 +135,30 @@ class EmulatorKernel:
     handle: Kernel  # the module's prepared launcher for it
 
 
+class _PoolLock:
+    """The pool's lock, knowing which thread holds it: a finalizer freeing a block in that
+    thread (a GC pass started by any allocation under the lock, in alloc, free, an IPC call
+    or empty_cache) must defer the free rather than wait on its own thread. The owner is set
+    right after acquiring and cleared right before releasing, with no allocation between."""
+
+    __slots__ = ("_lock", "_owner")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._owner = threading.get_ident()
+
+    def __exit__(self, *exc: object) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def held_here(self) -> bool:
+        return self._owner == threading.get_ident()
+
+
 class EmulatorRuntime:
     """One emulated CUDA device (see runtime.py for the interface): device ``index`` of
     ``count`` (``emulated_devices(n)`` makes the runtimes of an n-device machine)."""
@@ -158,10 +182,10 @@ class EmulatorRuntime:
         self._reserved = 0    # live + cached
         self.stats = MemoryStats()
         self._default_stream = EmulatorStream(self)
-        self._lock = threading.Lock()
-        # A tensor's block is freed by a GC finalizer, which can run inside alloc/free
-        # (any allocation may start a GC pass): such a free waits in ``_deferred``.
-        self._in_pool = False
+        self._lock = _PoolLock()
+        # A tensor's block is freed by a GC finalizer, which can run wherever the pool's
+        # thread allocates while holding the lock (any allocation may start a GC pass): such
+        # a free waits in ``_deferred`` for the next alloc/free to drain it.
         self._deferred: list[int] = []
         self._capture: list[Callable[[], None]] | None = None  # work recorded by a capture
         self._kept: list[_Block] = []  # blocks freed during the capture (the graph's)
@@ -209,11 +233,9 @@ class EmulatorRuntime:
         if nbytes == 0:
             return NULL
         with self._lock:
-            self._in_pool = True
             try:
                 return self._alloc_locked(nbytes)
             finally:
-                self._in_pool = False
                 self._drain_deferred()
 
     def _alloc_locked(self, nbytes: int) -> DevicePtr:
@@ -249,15 +271,13 @@ class EmulatorRuntime:
         """Return a block to the pool (``streams``: the work they queued has already run)."""
         if int(ptr) == 0:
             return
-        if self._in_pool:  # called by a finalizer inside alloc/free: free it afterwards
+        if self._lock.held_here():  # a finalizer while this thread holds the pool: afterwards
             self._deferred.append(int(ptr))
             return
         with self._lock:
-            self._in_pool = True
             try:
                 self._free_locked(ptr)
             finally:
-                self._in_pool = False
                 self._drain_deferred()
 
     def _free_locked(self, ptr: int) -> None:
@@ -270,13 +290,10 @@ class EmulatorRuntime:
             self._cache.setdefault(block.size, []).append(block)
 
     def _drain_deferred(self) -> None:
-        """Free what finalizers handed over while the pool was busy (lock held)."""
+        """Free what finalizers handed over while the pool was busy (lock held, so a
+        finalizer running meanwhile defers too, and this loop takes it)."""
         while self._deferred:
-            self._in_pool = True
-            try:
-                self._free_locked(self._deferred.pop())
-            finally:
-                self._in_pool = False
+            self._free_locked(self._deferred.pop())
 
     def alloc_host(self, nbytes: int) -> np.ndarray:
         """Page-locked host memory on a GPU; ordinary host memory here."""

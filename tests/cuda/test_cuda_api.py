@@ -456,3 +456,31 @@ def test_main_dispatches_selftest() -> None:
     with redirect_stdout(buf):
         assert main(["selftest", "--list", "-k", "matmul"]) == 0
     assert "matmul" in buf.getvalue()
+
+
+def test_emulator_frees_from_finalizers_under_its_lock_are_deferred() -> None:
+    """A GC pass can start at any allocation made while the emulator's pool lock is held (in
+    alloc, free, an IPC call, empty_cache): a finalizer freeing a block then runs in the
+    thread that holds the lock. It must defer the free, not wait on itself (a hang seen in
+    the suite: alloc's drain under the lock, a finalizer, free blocking on the lock)."""
+    import threading
+
+    rt = EmulatorRuntime()
+    p = rt.alloc(64)
+    release = rt._release_cache
+
+    def release_with_a_finalizer() -> None:
+        rt.free(p)   # what DeviceBuffer.__del__ does, here from inside empty_cache's lock
+        release()
+
+    rt._release_cache = release_with_a_finalizer
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (rt.empty_cache(), done.set()), daemon=True)
+    worker.start()
+    assert done.wait(10), "free from inside the pool's lock deadlocked"
+    assert rt._deferred == [int(p)] and rt.memory_allocated() > 0
+    rt._release_cache = release
+    q = rt.alloc(64)   # the next pool operation drains it
+    assert not rt._deferred
+    rt.free(q)
+    assert rt.memory_allocated() == 0
