@@ -194,7 +194,10 @@ def nanmean(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: An
     jvp="prod_jvp(input, input_t, out, dim, keepdim)")
 def prod(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any = None,
          out: Tensor | None = None) -> Tensor:
-    """Product over ``dim``; ints and bools multiply in int64."""
+    """Product over ``dim`` (one dim, or all); ints and bools multiply in int64."""
+    if isinstance(dim, list | tuple):   # PyTorch's prod takes one dim only
+        raise TypeError(f"prod(): argument 'dim' (position 1) must be int, not "
+                        f"{type(dim).__name__}")
     return _sum_like("prod", input, dim, keepdim, dtype, out)
 
 

@@ -35,6 +35,8 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CPU
 
+from . import conv_small
+
 # Column-matrix elements per batch chunk: large enough that each GEMM keeps both cores busy,
 # small enough that the columns are still in cache when the GEMM reads them.
 COLUMNS_PER_CHUNK = 1 << 20
@@ -168,6 +170,19 @@ class _Geometry:
         self.chunk = self.n if self.identity else max(1, min(self.n, per_chunk))
         self._zeroed: set[str] = set()
 
+    def adjoint(self) -> _Geometry | None:
+        """The forward convolution whose output is this one's input gradient, for unit
+        stride: grad_output convolved with the flipped (C, C_out, kh, kw) weights, padded by
+        the taps' reach less the padding; None where that padding would be negative."""
+        if self.stride != (1, 1):
+            return None
+        (ph, pw), (dh, dw) = self.padding, self.dilation
+        pad = ((self.kh - 1) * dh - ph, (self.kw - 1) * dw - pw)
+        if min(pad) < 0:
+            return None
+        return _Geometry((self.n, self.c_out, self.ho, self.wo), (self.c, self.c_out, self.kh,
+                         self.kw), (self.h, self.w), (1, 1), pad, self.dilation, 1)
+
     def chunks(self) -> range:
         return range(0, self.n, self.chunk)
 
@@ -268,6 +283,11 @@ def conv2d(out: Tensor, input: Tensor, weight: Tensor, bias: Tensor | None, stri
     w3 = w.reshape(groups, geo.cog, geo.k_group)
     direct = o.flags.c_contiguous and o.dtype == w3.dtype   # products land in NCHW directly
     res = o if direct else np.empty(o.shape, w3.dtype)
+    if conv_small.applies(geo):
+        conv_small.forward(geo, x, w, b, res)
+        if not direct:
+            o[...] = res
+        return
     r4 = res.reshape(geo.n, groups, geo.cog, geo.length)
     for n0 in geo.chunks():
         dst = r4[n0:n0 + geo.chunk]
@@ -293,6 +313,12 @@ def conv2d_input_backward(grad_input: Tensor, grad_output: Tensor, weight: Tenso
     dtype = np.result_type(g.dtype, wt.dtype)
     direct = gi.flags.c_contiguous and gi.dtype == dtype
     gx = gi if direct else np.empty(gi.shape, dtype)
+    adjoint = geo.adjoint() if conv_small.applies(geo) else None
+    if adjoint is not None and conv_small.applies(adjoint):
+        conv_small.forward(adjoint, g, conv_small.flipped(w), None, gx)
+        if not direct:
+            gi[...] = gx
+        return
     g4 = g.reshape(geo.n, groups, geo.cog, geo.length)
     for n0 in geo.chunks():
         part, dst = g4[n0:n0 + geo.chunk], gx[n0:n0 + geo.chunk]
@@ -318,6 +344,9 @@ def conv2d_weight_backward(grad_weight: Tensor, grad_output: Tensor, input: Tens
         gw[...] = 0
         return
     geo = _Geometry(x.shape, gw.shape, g.shape[2:], stride, padding, dilation, groups)
+    if conv_small.applies(geo):
+        conv_small.weight_backward(geo, g, x, gw)
+        return
     g4 = g.reshape(geo.n, groups, geo.cog, geo.length)
     if geo.identity:   # one (C_out/G, L) x (L, C/G) product per sample, summed
         cols = geo.columns(x, 0).transpose(0, 1, 3, 2)

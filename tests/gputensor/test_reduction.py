@@ -114,6 +114,39 @@ def test_permuted_layouts(device: str, perm: tuple, dim: Any) -> None:
                    dtype=gt.int32)
 
 
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64, gt.int32, gt.float16])
+@pytest.mark.parametrize("name", ["sum", "nansum", "amax", "amin"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_outer_and_inner_dims(device: str, dtype: gt.dtype, name: str, keepdim: bool) -> None:
+    """Reducing the dims around a kept block of a contiguous tensor (a conv bias's gradient,
+    (N, C, H, W) over (0, 2, 3)): the CPU reduces the outer dims, then the inner ones."""
+    a = random_array((5, 3, 4, 6), dtype, low=-3, high=3)
+    if dtype in (gt.float32, gt.float64):
+        a[1, 2, 3, 0] = np.nan
+    t, g = pair(a, device)
+    rtol = 2e-3 if dtype == gt.float16 else 1e-5
+    atol = 2e-2 if dtype == gt.float16 else 1e-5   # 72 terms of magnitude 3, rounded to half
+    for dims in ((0, 2, 3), (0, 3), (0, 1, 3)):
+        assert_close(getattr(g, name)(dims, keepdim=keepdim),
+                     getattr(t, name)(dims, keepdim=keepdim), rtol=rtol, atol=atol)
+    if device == "cpu" and dtype == gt.float32 and name == "sum":
+        assert cpu_reduction._split(name, a, (0, 2, 3)) == (5, 3, 24)
+        assert cpu_reduction._split(name, a, (0, 1)) is None   # one plan reads it in place
+
+
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64, gt.int32])
+def test_outer_and_inner_dims_of_products(dtype: gt.dtype) -> None:
+    """The CPU's prod kernel over several dims (the public prod takes one, as PyTorch's)."""
+    a = random_array((5, 3, 4, 6), dtype, low=0.9, high=1.1)
+    if dtype == gt.int32:
+        a = (a % 3).astype(np.int32)
+    for dims in ((0, 2, 3), (0, 3)):
+        want = a.astype(np.float64).prod(axis=dims)
+        got = gt.empty(want.shape, dtype=gt.int64 if dtype == gt.int32 else dtype)
+        cpu_reduction._acc_kernel("prod")(got, gt.tensor(a), dims)
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+
 def test_strided_and_expanded(device: str) -> None:
     a = random_array((6, 8))
     t, g = pair(a, device)

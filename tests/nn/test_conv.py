@@ -107,6 +107,20 @@ def test_conv2d_float64_functional(device):
         assert_close(a.grad, e.grad)
 
 
+def _check_float64_conv2d(kw, shape, w_shape):
+    """conv2d's forward and its three gradients against PyTorch's, in float64 on the CPU."""
+    x, tx = _pair(shape, "cpu", gt.float64)
+    w, tw = _pair(w_shape, "cpu", gt.float64, seed=2)
+    b, tb = _pair((w_shape[0],), "cpu", gt.float64, seed=3)
+    out, t_out = conv2d(x, w, b, **kw), TF.conv2d(tx, tw, tb, **kw)
+    assert_close(out, t_out.detach())
+    go, t_go = _pair(tuple(t_out.shape), "cpu", gt.float64, seed=4, requires_grad=False)
+    out.backward(go)
+    t_out.backward(t_go)
+    for a, e in ((x, tx), (w, tw), (b, tb)):
+        assert_close(a.grad, e.grad)
+
+
 @pytest.mark.parametrize("kw,shape,w_shape", [
     ({"padding": 1}, (5, 8, 6, 19), (6, 8, 3, 3)),       # rows >= 16: per-tap copies
     ({"stride": (1, 2), "padding": 2, "dilation": 2}, (3, 4, 5, 40), (5, 4, 3, 3)),
@@ -121,16 +135,33 @@ def test_conv2d_batch_chunks(monkeypatch, kw, shape, w_shape):
     sample its own chunk, and the results (forward, both gradients) must not change."""
     from gputensor.kernels.cpu import conv as cpu_conv
     monkeypatch.setattr(cpu_conv, "COLUMNS_PER_CHUNK", 1)
-    x, tx = _pair(shape, "cpu", gt.float64)
-    w, tw = _pair(w_shape, "cpu", gt.float64, seed=2)
-    b, tb = _pair((w_shape[0],), "cpu", gt.float64, seed=3)
-    out, t_out = conv2d(x, w, b, **kw), TF.conv2d(tx, tw, tb, **kw)
-    assert_close(out, t_out.detach())
-    go, t_go = _pair(tuple(t_out.shape), "cpu", gt.float64, seed=4, requires_grad=False)
-    out.backward(go)
-    t_out.backward(t_go)
-    for a, e in ((x, tx), (w, tw), (b, tb)):
-        assert_close(a.grad, e.grad)
+    _check_float64_conv2d(kw, shape, w_shape)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("kw,shape,w_shape", [
+    ({"padding": 1}, (6, 16, 4, 4), (8, 16, 3, 3)),       # the demo CNN's second conv
+    ({}, (3, 4, 8, 8), (5, 4, 3, 3)),                       # no padding: 36 positions
+    ({"padding": (2, 0), "dilation": (2, 1)}, (3, 5, 6, 5), (4, 5, 3, 2)),
+    ({"padding": 3}, (2, 4, 3, 3), (3, 4, 3, 3)),           # padding past the taps' reach
+    ({"stride": 2, "padding": 1}, (3, 8, 7, 6), (6, 8, 3, 3)),   # strided: no adjoint
+    ({"stride": (1, 2), "padding": 1}, (2, 6, 5, 8), (3, 6, 2, 3)),
+])
+def test_conv2d_small_planes_channels_last(monkeypatch, chunked, kw, shape, w_shape):
+    """Small planes with a few channels take the channels-last columns (one product per
+    chunk, the input gradient as the adjoint convolution where the stride is 1): forward and
+    both gradients as PyTorch's, whole-batch and one sample per chunk."""
+    from gputensor.kernels.cpu import conv as cpu_conv
+    from gputensor.kernels.cpu import conv_small
+
+    def two(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+    geometry = [two(kw.get(k, d)) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))]
+    out_hw = TF.conv2d(torch.zeros(shape), torch.zeros(w_shape), **kw).shape[2:]
+    assert conv_small.applies(cpu_conv._Geometry(shape, w_shape, tuple(out_hw), *geometry, 1))
+    if chunked:
+        monkeypatch.setattr(cpu_conv, "COLUMNS_PER_CHUNK", 1)
+    _check_float64_conv2d(kw, shape, w_shape)
 
 
 def test_conv2d_is_gt_namespace_op():
