@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import cmath
 import math
+import warnings
 from collections.abc import Callable
 
 import numpy as np
 from numba import njit, types
+from numba.core.errors import NumbaIRAssumptionWarning
 from numba.extending import overload
 
 from .fast_math import erf_f32 as _erf_f32
@@ -41,6 +43,13 @@ from .fast_math64 import softplus_f64 as _softplus_f64
 from .fast_math64 import softplus_grad_f64 as _softplus_grad_f64
 from .fast_math64 import tanh_f64 as _tanh_f64
 from .scalar_special import *  # noqa: F403  (torch.special's functions, same vocabulary)
+
+# Inlining a vocabulary function whose body has conditional expressions into a kernel with
+# several loops (the fused recurrences' gates) makes Numba's pedantic SSA check report the
+# inlined phi variables as "not in scope" and ask for a bug report, a page of text at the
+# first compile; the compiled code is unaffected (the kernels are tested against NumPy).
+warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning,
+                        message=r"[^']*variable '_\w+__locals___lambda__[\w.]*' is not in scope")
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.
 sqrt = np.sqrt
