@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit, types
-from numba.core.errors import NumbaIRAssumptionWarning
+from numba.core.errors import NumbaIRAssumptionWarning as _IRAssumptionWarning
 from numba.extending import overload
 
 from .fast_math import erf_f32 as _erf_f32
@@ -48,7 +48,7 @@ from .scalar_special import *  # noqa: F403  (torch.special's functions, same vo
 # several loops (the fused recurrences' gates) makes Numba's pedantic SSA check report the
 # inlined phi variables as "not in scope" and ask for a bug report, a page of text at the
 # first compile; the compiled code is unaffected (the kernels are tested against NumPy).
-warnings.filterwarnings("ignore", category=NumbaIRAssumptionWarning,
+warnings.filterwarnings("ignore", category=_IRAssumptionWarning,
                         message=r"[^']*variable '_\w+__locals___lambda__[\w.]*' is not in scope")
 
 # Plain NumPy ufuncs work on Numba scalars (float, complex) and keep float32 as float32.

@@ -61,8 +61,9 @@ def test_sum_prod_mean_permuted_and_sliced(dtype: gt.dtype, dim) -> None:
     _check(lambda t: t.permute(2, 0, 1).sum(**kw), a, dtype, exact=True)
     _check(lambda t: t[:, 1:, ::2].sum(**kw), a, dtype, exact=True)
     _check(lambda t: t.permute(1, 2, 0).mean(**kw), a, dtype)
-    small = _cplx((3, 2, 4), dtype, seed=1) / 2
-    _check(lambda t: t.transpose(0, 2).prod(**kw), small, dtype)
+    if not isinstance(dim, tuple):   # prod takes one dim, as PyTorch's
+        small = _cplx((3, 2, 4), dtype, seed=1) / 2
+        _check(lambda t: t.transpose(0, 2).prod(**kw), small, dtype)
 
 
 @pytest.mark.parametrize("dtype", COMPLEX)

@@ -1386,7 +1386,14 @@ def test_complex_cov_diagonal_is_real_before_the_division(device: str) -> None:
          [2 + 1.204458475112915j, -3 - 0.8262895345687866j]]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        same_result(lambda L, d: L.cov(t(L, d, x, "complex64"), correction=2), device)
+        got = gt.cov(t(gt, device, x, "complex64"), correction=2).cpu().numpy()
+        want = torch.cov(t(torch, "cpu", x, "complex64"), correction=2).numpy()
+    # PyTorch's diagonal is nan too where its complex product keeps the imaginary part exactly
+    # zero; the MKL kernels of some CPUs (AVX-512) leave rounding noise there (inf). Checked
+    # directly on the diagonal, against PyTorch off it.
+    diagonal = np.eye(2, dtype=bool)
+    assert np.isposinf(got.real[diagonal]).all() and np.isnan(got.imag[diagonal]).all(), got
+    np.testing.assert_array_equal(got[~diagonal], want[~diagonal])
 
 
 # -- seeds 2020, 2121 and 2323 -------------------------------------------------------------------
