@@ -311,5 +311,21 @@ def _eigenpairs(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
     return ""
 
 
+def _zero_divisor_cov(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """cov of a complex input with correction == observations divides by zero: the diagonal's
+    imaginary part is exactly 0 in the product, so 0/0 = nan (as PyTorch gives where its
+    complex product keeps it zero; MKL's AVX-512 kernels leave rounding noise there, inf).
+    That part must be nan; everything else as PyTorch's."""
+    d = compare(g, t, device, meta_only=True)
+    if d:
+        return d
+    got, want = _np(g).copy(), _np(t).copy()
+    diagonal = np.eye(got.shape[0], dtype=bool) if got.ndim == 2 else np.ones((), bool)
+    if not np.isnan(got.imag[diagonal]).all():
+        return f"diagonal imaginary parts {got.imag[diagonal]} (0/0 is nan)"
+    got.imag[diagonal] = want.imag[diagonal] = 0
+    return _values_differ(got, want, str(t.dtype).removeprefix("torch."))
+
+
 CHECKERS = {"values_only": _values_only, "argsort": _sorted_by_index, "unordered": _unordered,
-            "eigenpairs": _eigenpairs}
+            "eigenpairs": _eigenpairs, "zero_divisor_cov": _zero_divisor_cov}

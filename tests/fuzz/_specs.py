@@ -893,7 +893,9 @@ def _cov(d: Drawer) -> Call:
     x = d.tensor(d.shape(max_nd=2 if d.chance(0.9) else 3), dtype=d.pick([FLOATS + COMPLEX,
                                                                           DTYPES]))
     kw = {"correction": d.pick([0, 1, 2])} if d.chance(0.5) else {}
-    return Call("cov", (x,), kw, form(d, "cov"))
+    observations = x.shape[-1] if len(x.shape) else 1
+    zero_divisor = x.dtype in COMPLEX and kw.get("correction", 1) == observations
+    return Call("cov", (x,), kw, form(d, "cov"), "zero_divisor_cov" if zero_divisor else "exact")
 
 
 @spec("trapezoid", "cumulative_trapezoid")
