@@ -89,7 +89,11 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
     offset = self._offset
     adv: list[Any] = []
     dim = 0
-    for it in items:
+    for position, it in enumerate(items):
+        if _is_integer_scalar_tensor(it):
+            # PyTorch selects with a 0-d integer tensor (its value read, as an int's): the
+            # result is a view, and a bad value is reported like an int's
+            it = int(it.item())
         if it is Ellipsis:
             for _ in range(self.dim() - used):
                 shape.append(self._shape[dim])
@@ -107,9 +111,9 @@ def _resolve(self: Tensor, index: Any) -> tuple[Tensor, list[Any]]:
         elif isinstance(it, int | np.integer):
             size = self._shape[dim]
             i = int(it)
-            if not -size <= i < size:
-                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
+            if not -size <= i < size:   # the dimension as PyTorch names it: the position
+                raise IndexError(f"index {i} is out of bounds for dimension {position} with "
+                                 f"size {size}")
             offset += (i % size) * self._stride[dim]
             dim += 1
         elif isinstance(it, slice):

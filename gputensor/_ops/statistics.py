@@ -145,6 +145,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
+    if input.dtype == gt.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     x = input.reshape(1, -1) if input.dim() < 2 else input
     n = x.shape[1]
     w = None
@@ -154,25 +156,29 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,
         if t.dim() > 1:
             raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
                                f"{name} with {t.dim()} dimensions")
+        if name == "fweights" and (t.is_floating_point() or t.is_complex() or
+                                   t.dtype == gt.bool):
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {t.dtype.legacy_name} dtype")
+        if name == "aweights" and not t.is_floating_point():
+            raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got "
+                               f"aweights with {t.dtype.legacy_name} dtype")
         if t.numel() != n:
             raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
                                f"observations in the input but got {t.numel()} != {n}")
-        if name == "fweights" and t.is_floating_point():
-            raise RuntimeError("cov(): expected fweights to have integral dtype")
-        if name == "aweights" and not t.is_floating_point():
-            raise RuntimeError("cov(): expected aweights to have floating point dtype")
         if bool((t < 0).any()):
             raise RuntimeError(f"cov(): {name} cannot be negative")
         w = t if w is None else w * t
     xf = x if x.is_floating_point() or x.is_complex() else x.to(gt.get_default_dtype())
+    # The mean as PyTorch's: the input's own sum (integers in int64, wrapping past its range,
+    # floats rounded to their dtype) divided by the weights' sum (an integer count, or the
+    # weights' own sum: int64 for frequency weights alone)
     if w is None:
-        w_sum = gt.tensor(float(n), dtype=xf.dtype, device=x.device) if not xf.is_complex() \
-            else gt.tensor(float(n), device=x.device)
-        avg = xf.sum(1) / w_sum   # the sum rounded to the dtype first, as PyTorch computes
+        w_sum = gt.tensor(n, dtype=gt.int64, device=x.device)
+        avg = x.sum(1) / w_sum
     else:
-        w = w.to(xf.dtype if not xf.is_complex() else xf.dtype.to_real())
         w_sum = w.sum()
-        avg = (xf * w).sum(1) / w_sum
+        avg = (x * w).sum(1) / w_sum
     if w is None:
         norm = w_sum - correction
     elif correction == 0:

@@ -59,7 +59,8 @@ def scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: s
     if self.dtype.category <= D.INTEGRAL:
         a[...] = np.floor_divide(a, counts).astype(a.dtype)
     else:
-        a[...] = (a / counts).astype(a.dtype)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # IEEE, quietly
+            a[...] = (a / counts).astype(a.dtype)
 
 
 @CPU.register("index_add")

@@ -309,13 +309,15 @@ __device__ void mean_finish(T* __restrict__ self, const int* __restrict__ counts
     const long long* st = shape + nd;
     for (GT_GRID_STRIDE(i, n)) {
         const int c = counts[i];
-        if (c == 0) continue;
+        // x / 1 is x, except for complex values: PyTorch divides every element by its count
+        // (1 where none arrived) with Smith's formula, which turns inf + 1j into inf + nan j
+        if (c == 0 && !gt::is_complex<T>::value) continue;
         long long rem = i, off = 0;
         for (int d = nd - 1; d >= 0; --d) {
             off += (rem % shape[d]) * st[d];
             rem /= shape[d];
         }
-        const long long total = (long long)c + include_self;
+        const long long total = c + include_self > 0 ? (long long)c + include_self : 1LL;
         if constexpr (gt::is_complex<T>::value) {
             self[off] = self[off] / (double)total;
         } else if constexpr (gt::is_float<typename acc<T>::type>::value) {

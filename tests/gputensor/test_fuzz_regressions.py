@@ -735,6 +735,61 @@ def test_cov_mean_is_the_rounded_sum_over_n(device: str) -> None:
                                    correction=0), device)
 
 
+def test_cov_of_integers_sums_them_as_integers(device: str) -> None:
+    """PyTorch's mean of an integer input is its int64 sum (wrapping past int64's range, exact
+    below it) over the count, not the sum of the float32 values (seed 10909)."""
+    same_result(lambda L, d: L.cov(t(L, d, [4, -3, 9223372036854775807]), correction=0), device)
+    same_result(lambda L, d: L.cov(t(L, d, [[16777217, 0, 5], [1, 2, 3]])), device)
+    same_result(lambda L, d: L.cov(t(L, d, [[1, 2, 3], [4, 5, 9]]),
+                                   fweights=t(L, d, [1, 2, 3])), device)
+    same_result(lambda L, d: L.cov(t(L, d, [[1, 2, 3], [4, 5, 9]]), fweights=t(L, d, [1, 2, 3]),
+                                   aweights=t(L, d, [0.5, 1.0, 2.0])), device)
+
+
+def test_cov_checks_in_pytorchs_order(device: str) -> None:
+    same_error(lambda L, d: L.cov(t(L, d, [True, False])), device)
+    x = [[1.0, 2.0], [3.0, 4.0]]
+    same_error(lambda L, d: L.cov(t(L, d, x), fweights=t(L, d, [1.0, 2.0, 3.0])), device)
+    same_error(lambda L, d: L.cov(t(L, d, x), fweights=t(L, d, [True, False])), device)
+    same_error(lambda L, d: L.cov(t(L, d, x), aweights=t(L, d, [1, 2, 3])), device)
+
+
+@pytest.mark.parametrize("include_self", [False, True])
+def test_complex_scatter_mean_divides_every_element(device: str, include_self: bool) -> None:
+    """PyTorch divides all of self by the counts (1 where nothing arrived) as complex numbers:
+    nan - 0.36j and inf + 3j become nan + nanj and inf + nanj even where untouched (the CUDA
+    kernel skipped those; seed 10606)."""
+    inp = [[complex(NAN, -0.36)], [-2.5j], [complex(INF, 3)]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # and quietly: no NumPy RuntimeWarning on the CPU
+        same_result(lambda L, d: t(L, d, inp, "complex64").scatter_reduce(
+            0, t(L, d, [[1]]), t(L, d, [[complex(-1, 1e30)]], "complex64"), "mean",
+            include_self=include_self), device)
+
+
+@pytest.mark.parametrize("index", [(False, 2), (True, 2), (None, 2), (False, "t2"),
+                                   (None, "t2"), (None, 0, 5), (Ellipsis, 5), ("t0", 5)])
+def test_index_errors_name_the_position_in_the_index(device: str, index: tuple) -> None:
+    """PyTorch names an int (or 0-d integer tensor) index's dimension by its position in the
+    index, None and bools counted (seed 10808: a leaked NumPy 'axis 1' message)."""
+    def build(L: Any, d: str, shape: tuple) -> Any:
+        x = L.zeros(shape, device=d)
+        items = tuple(t(L, d, int(i[1:])) if isinstance(i, str) else i for i in index)
+        x[items] = 1
+        return x[items]
+    for shape in ((0,), (2, 3)):
+        same_error(lambda L, d, shape=shape: build(L, d, shape), device)
+
+
+def test_a_0d_integer_tensor_index_selects_a_view(device: str) -> None:
+    x = gt.zeros(3, 4, device=device)
+    row = x[gt.tensor(1, device=device)]
+    assert row._base is x and row.shape == (4,)
+    row[2] = 5
+    assert x[1, 2].item() == 5
+    assert x[gt.tensor(True, device=device)].shape == (1, 3, 4)   # a 0-d bool stays a mask
+
+
 @pytest.mark.parametrize("name", ["median", "nanmedian"])
 def test_median_of_0d_with_keepdim_is_0d(device: str, name: str) -> None:
     same_result(lambda L, d: tuple(getattr(L, name)(t(L, d, 3, "uint8"), 0, keepdim=True)),
