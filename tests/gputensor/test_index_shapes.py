@@ -67,11 +67,15 @@ def test_setitem_with_the_same_indexes(device: str, name: str) -> None:
     np.testing.assert_array_equal(g.cpu().numpy(), t.numpy())
 
 
-def test_a_0d_index_result_does_not_alias_its_source(device: str) -> None:
-    m = gt.arange(12, device=device).view(3, 4)
-    row = m[gt.tensor(1, device=device)]
-    row[0] = 100
-    assert m[1].tolist() == [4, 5, 6, 7]
+def test_a_0d_index_result_is_a_view_of_its_source(device: str) -> None:
+    """PyTorch selects with a 0-d integer tensor index (its item()), so the row aliases m."""
+    rows = []
+    for lib, dev in ((gt, device), (torch, "cpu")):
+        m = lib.arange(12, device=dev).view(3, 4)
+        row = m[lib.tensor(1, device=dev)]
+        row[0] = 100
+        rows.append(m[1].tolist())
+    assert rows[0] == rows[1] == [100, 5, 6, 7]
 
 
 def test_empty_views_past_the_end_of_their_storage(device: str) -> None:
