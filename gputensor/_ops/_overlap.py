@@ -37,9 +37,10 @@ def check_no_internal_overlap(out: Tensor) -> None:
         raise RuntimeError(_INTERNAL)
 
 
-def check_overlap(out: Tensor, inputs: Iterable[Any]) -> None:
+def check_overlap(out: Tensor, inputs: Iterable[Any], allow_same: bool = True) -> None:
     """``check_no_internal_overlap(out)``, then refuse any tensor among ``inputs`` whose memory
-    partly overlaps ``out``'s (both dense; the identical view is allowed)."""
+    partly overlaps ``out``'s (both dense). The identical view is allowed (TensorIterator's
+    rule) unless ``allow_same`` is False (``assert_no_overlap``: the index and scatter ops)."""
     if out._sparse:
         return  # sparse tensors have no strides: their kernels write fresh values arrays
     check_no_internal_overlap(out)
@@ -47,9 +48,12 @@ def check_overlap(out: Tensor, inputs: Iterable[Any]) -> None:
     for x in inputs:
         if type(x) is not Tensor and not isinstance(x, Tensor):
             continue
-        if x is out or x._sparse or x._storage is not storage or not x.numel() or \
-                not out.numel():
+        if x._sparse or x._storage is not storage or not x.numel() or not out.numel():
             continue
+        if x is out:
+            if allow_same:
+                continue
+            raise RuntimeError(_PARTIAL)
         if not (_dense(out) and _dense(x)):
             continue  # PyTorch cannot tell: it allows the op
         o_lo, x_lo = out._offset, x._offset
@@ -59,6 +63,8 @@ def check_overlap(out: Tensor, inputs: Iterable[Any]) -> None:
         o_lo, o_hi, x_lo, x_hi = o_lo * isz_o, o_hi * isz_o, x_lo * isz_x, x_hi * isz_x
         if o_lo == x_lo and o_hi == x_hi and out._stride == x._stride and \
                 out._shape == x._shape and isz_o == isz_x:
-            continue  # the same view: PyTorch's FULL overlap, allowed
+            if allow_same:
+                continue  # the same view: PyTorch's FULL overlap, allowed
+            raise RuntimeError(_PARTIAL)
         if o_lo < x_hi and x_lo < o_hi:
             raise RuntimeError(_PARTIAL)

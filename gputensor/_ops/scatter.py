@@ -18,6 +18,7 @@ from gputensor.autograd.grad_mode import is_grad_enabled, no_grad
 from gputensor.autograd.inplace import apply_inplace, needs_graph
 
 from ._core import broadcast_shapes, common_device, kernel, op
+from ._overlap import check_no_internal_overlap, check_overlap
 from ._scalar_range import checked_fill_value
 from .copying import clone
 from .reduce import count_nonzero
@@ -87,6 +88,8 @@ def _scatter(self: Tensor, dim: int, index: Tensor, src: Any, value: Any, reduce
         raise RuntimeError("reduce argument must be either add or multiply.")
     d = _check_scatter(self, dim, index, source if isinstance(source, Tensor) else None,
                        "scatter")
+    if inplace:   # after the dtype and shape checks, as PyTorch's scatter meta function
+        check_overlap(self, (index, source), allow_same=False)
     target = self if inplace else clone(self)
     if index.numel():
         kernel(target, "scatter")(target, d, index, source, _LEGACY_REDUCE[reduce])
@@ -123,6 +126,8 @@ def _scatter_reduce(self: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     d = _check_scatter(self, dim, index, src, op_name)
+    if inplace:
+        check_overlap(self, (index, src), allow_same=False)
     target = self if inplace else clone(self)
     if index.numel():
         kernel(target, "scatter_reduce")(target, d, index, src, reduce, bool(include_self))
@@ -297,6 +302,8 @@ def _index_add(self: Tensor, dim: int, index: Tensor, source: Tensor, alpha: Any
                            f"({source.dtype.legacy_name}) must have the same scalar type")
     common_device(self, index, source, op_name="index_add_")
     check_index_source("index_add_", self, d, index, source)
+    if inplace:   # after the checks above, as PyTorch's index_func_meta_impl
+        check_overlap(self, (index, source), allow_same=False)
     # alpha converts to self's dtype with PyTorch's overflow check (300 is no uint8 alpha),
     # before the indices are range-checked; PyTorch's kernel for a self of more dims returns
     # before it when there is no index or no element
@@ -332,6 +339,8 @@ def _index_copy(self: Tensor, dim: int, index: Tensor, source: Tensor, inplace: 
     _check_tensor(index, "index", "index_copy_")
     _check_tensor(source, "source", "index_copy_")
     d = normalize_dim(dim, self.dim())     # PyTorch's order of checks
+    if inplace:   # PyTorch's index_copy meta checks overlap before anything else
+        check_overlap(self, (index, source), allow_same=False)
     if index.dim() > 1:
         raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
                          f"{index.dim()})")
@@ -454,6 +463,8 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:
 
 
 def _masked_scatter(self: Tensor, mask: Tensor, source: Tensor, inplace: bool) -> Tensor:
+    if inplace:   # PyTorch's masked_scatter_ refuses an expanded self before anything else
+        check_no_internal_overlap(self)
     _check_mask(mask, "masked_scatter_", "masked_scatter_ only supports boolean masks, but got "
                 "mask with dtype {dtype}")
     _check_tensor(source, "source", "masked_scatter_")

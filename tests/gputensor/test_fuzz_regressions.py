@@ -754,6 +754,32 @@ def test_cov_checks_in_pytorchs_order(device: str) -> None:
     same_error(lambda L, d: L.cov(t(L, d, x), aweights=t(L, d, [1, 2, 3])), device)
 
 
+@pytest.mark.parametrize("write", [
+    lambda L, d, x: x.index_copy_(0, t(L, d, [], "int64"), t(L, d, True)),   # seed 11811
+    lambda L, d, x: x.index_add_(0, t(L, d, [0]), t(L, d, [False])),
+    lambda L, d, x: x.scatter_(0, t(L, d, [0]), t(L, d, [False])),
+    lambda L, d, x: x.scatter_(0, t(L, d, [0]), True),
+    lambda L, d, x: x.scatter_add_(0, t(L, d, [0]), t(L, d, [False])),
+    lambda L, d, x: x.scatter_reduce_(0, t(L, d, [0]), t(L, d, [False]), "amax"),
+    lambda L, d, x: x.masked_scatter_(t(L, d, [True, False]), t(L, d, [False, True])),
+])
+def test_index_writes_refuse_an_expanded_self(device: str, write: Any) -> None:
+    """PyTorch's index_copy_/index_add_/scatter*_/masked_scatter_ refuse to write into an
+    expanded tensor (we wrote through the shared element)."""
+    same_error(lambda L, d: write(L, d, t(L, d, [True]).expand(2)), device)
+
+
+@pytest.mark.parametrize("name", ["index_copy_", "index_add_", "scatter_add_"])
+def test_index_writes_refuse_a_source_sharing_self(device: str, name: str) -> None:
+    """Their source may not overlap self at all, not even as the very same tensor."""
+    def write(L: Any, d: str, src: Any) -> Any:
+        y = L.zeros(4, device=d)
+        return getattr(y[:3], name)(0, t(L, d, [0, 1, 2]), src(y))
+    same_error(lambda L, d: write(L, d, lambda y: y[1:]), device)
+    same_error(lambda L, d: write(L, d, lambda y: y[:3]), device)
+    assert write(gt, device, lambda y: y[1:].clone()).shape == (3,)
+
+
 @pytest.mark.parametrize("include_self", [False, True])
 def test_complex_scatter_mean_divides_every_element(device: str, include_self: bool) -> None:
     """PyTorch divides all of self by the counts (1 where nothing arrived) as complex numbers:
