@@ -142,7 +142,8 @@ def elementwise(d: Drawer, name: str) -> Call:
         f = form(d, name, inplace=op.inplace)
     if f == "fn" and d.chance(0.15) and _torch_takes(name, "out"):
         kwargs["out"] = d.tensor(d.broadcastable(x.shape), layout=False)
-    return Call(name, tuple(args), kwargs, f)
+    exact_gelu = name == "gelu" and kwargs.get("approximate", "none") == "none"
+    return Call(name, tuple(args), kwargs, f, "gelu_at_inf" if exact_gelu else "exact")
 
 
 for _n, _op in OPS.items():
