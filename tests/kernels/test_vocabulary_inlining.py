@@ -17,30 +17,15 @@ _PROGRAM = textwrap.dedent('''
     import sys, warnings
     import numpy as np
     from numba import njit
-    from gputensor.kernels.cpu.scalar_fns import sigmoid, tanh
+    from gputensor.kernels.cpu import rnn
 
     if sys.argv[1] == "unfiltered":   # without scalar_fns' filter
         warnings.filters[:] = [f for f in warnings.filters
                                if not (f[1] is not None and "__locals___lambda__" in f[1].pattern)]
 
-    @njit(cache=False, error_model="numpy")
-    def gates(x, hh, cp, a, c_out, h_out):   # kernels/cpu/rnn.py's LSTM gates
-        batch, width = hh.shape
-        hs = width // 4
-        for b in range(batch):
-            ab, xb, hb = a[b], x[b], hh[b]
-            for k in range(2 * hs):
-                ab[k] = sigmoid(xb[k] + hb[k])
-            for k in range(2 * hs, 3 * hs):
-                ab[k] = tanh(xb[k] + hb[k])
-            for k in range(3 * hs, width):
-                ab[k] = sigmoid(xb[k] + hb[k])
-            cpb, cb = cp[b], c_out[b]
-            for j in range(hs):
-                cb[j] = ab[hs + j] * cpb[j] + ab[j] * ab[2 * hs + j]
-            ob = h_out[b]
-            for j in range(hs):
-                ob[j] = ab[3 * hs + j] * tanh(cb[j])
+    # kernels/cpu/rnn.py's own LSTM gates, compiled afresh (its dispatcher loads from the disk
+    # cache, which compiles nothing and so never warns)
+    gates = njit(cache=False, error_model="numpy")(rnn._lstm_gates.py_func)
 
     x = np.linspace(-3, 3, 16, dtype=np.float32).reshape(2, 8)
     c = np.zeros((2, 2), np.float32)
