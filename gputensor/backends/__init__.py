@@ -6,6 +6,6 @@ of one setting: whether float32 matrix products on CUDA may use TF32 tensor core
 
 from __future__ import annotations
 
-from . import cuda
+from . import cpu, cuda
 
-__all__ = ["cuda"]
+__all__ = ["cpu", "cuda"]

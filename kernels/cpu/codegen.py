@@ -22,11 +22,13 @@ from gputensor._files import write_atomically
 def vocabulary_hash() -> str:
     """Kernels that call ``scalar_fns`` embed this in their source, so editing scalar_fns.py,
     fast_math.py or fast_math64.py (whose functions it inlines) or scalar_special.py (which it
-    re-exports) re-keys Numba's disk cache (Numba does not track that dependency)."""
-    from . import fast_math, fast_math64, scalar_fns, scalar_special
+    re-exports) re-keys Numba's disk cache (Numba does not track that dependency), as does
+    the vector width those functions ask for (``vector_width.wide``)."""
+    from . import fast_math, fast_math64, scalar_fns, scalar_special, vector_width
 
     text = b"".join(Path(m.__file__).read_bytes() for m in (scalar_fns, fast_math, fast_math64,
-                                                            scalar_special))
+                                                            scalar_special, vector_width))
+    text += b"512" if vector_width.wide() else b"256"
     return hashlib.sha1(text).hexdigest()[:16]
 
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 
 from gputensor import _dtype as D
@@ -26,6 +27,8 @@ from gputensor.storage.allocator import host_bytes
 from .codegen import load_module, vocabulary_hash
 
 PARALLEL_THRESHOLD = 1 << 17
+HEAVY_FLOPS = 10           # flops per element from which an op is a heavy one
+HEAVY_PARALLEL_THRESHOLD = 1 << 15
 INPUT_NAMES = ("a", "b", "c")
 # Numba cannot compute in these; kernels run in float32 and the result is cast back.
 _NUMBA_COMPUTE = {D.float16: np.dtype(np.float32), D.bfloat16: np.dtype(np.float32)}
@@ -184,6 +187,14 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
     cache: dict[tuple, Callable] = {}
 
     fixed_at = tuple(op.params.index(name) for name in op.specialize)
+    # Ops of many flops per element (transcendentals) go parallel sooner: starting the prange
+    # costs ~4 us on 2 cores, and exp of 64K float32 ran in 15 us on 2 threads against 23 on one.
+    heavy = getattr(op.cost, "flops_per_element", 0) >= HEAVY_FLOPS
+    parallel_from = HEAVY_PARALLEL_THRESHOLD if heavy else PARALLEL_THRESHOLD
+
+    def parallel(n: int) -> bool:
+        """Whether n elements run in the prange kernel (on one thread it only costs more)."""
+        return n >= PARALLEL_THRESHOLD or (n >= parallel_from and numba.get_num_threads() > 1)
 
     def get(pattern: tuple[bool, ...], ndim: int, parallel: bool, params: tuple = ()
             ) -> Callable:
@@ -262,9 +273,9 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                     return
                 if scalars:
                     fn = get(tuple(type(x) is not float and type(x) is not int
-                                   for x in inputs), 1, n >= PARALLEL_THRESHOLD, params)
-                elif n >= PARALLEL_THRESHOLD or fixed_at:
-                    fn = get(all_arrays, 1, n >= PARALLEL_THRESHOLD, params)
+                                   for x in inputs), 1, parallel(n), params)
+                elif fixed_at or parallel(n):
+                    fn = get(all_arrays, 1, parallel(n), params)
                 elif serial_flat:
                     fn = serial_flat[0]
                 else:
@@ -312,7 +323,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         if n == 0:
             return
         if flat:
-            fn = get(pattern, 1, n >= PARALLEL_THRESHOLD, params)
+            fn = get(pattern, 1, parallel(n), params)
             args = [a.reshape(-1) if p else a for a, p in zip(operands, pattern, strict=True)]
             fn(target.reshape(-1), *args, *params)
         else:
@@ -332,7 +343,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                      for a, st in zip([target] + arrays, mstrides, strict=True)]
             it = iter(views[1:])
             args = [next(it) if p else a for a, p in zip(operands, pattern, strict=True)]
-            fn = get(pattern, len(mshape), n >= PARALLEL_THRESHOLD, params)
+            fn = get(pattern, len(mshape), parallel(n), params)
             fn(views[0], *args, *params)
         if target is not o:
             with np.errstate(over="ignore"):   # float32 past float16's range is inf, silently
@@ -359,7 +370,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 return None
         pdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
         converted = tuple(_scalar(p, pdt) for p in params)
-        fn = get(tuple(pattern), 1, out.numel() >= PARALLEL_THRESHOLD, converted)
+        fn = get(tuple(pattern), 1, parallel(out.numel()), converted)
         args = (out._host.reshape(-1), *arrays, *converted)
         return lambda: fn(*args)
 
@@ -475,12 +486,14 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         st = _lane_layout(a)
         if st is None or a._requires_grad:
             return None
+        x = a._np if a._np_buf is a._storage._buf else a._host
+        if heavy and parallel(x.size):
+            return None  # run's parallel kernel
         fn = serial_flat[0] if serial_flat else None
         if fn is None:
             fn = get(all_arrays, 1, False)
             serial_flat.append(fn)
         dt, shape = a._dtype, a._shape
-        x = a._np if a._np_buf is a._storage._buf else a._host
         o = np.empty(shape, dt.np_dtype)
         fn(o if len(shape) == 1 else o.reshape(-1), x if len(shape) == 1 else x.reshape(-1))
         return wrap_cpu(o, dt, shape, st)

@@ -22,6 +22,7 @@ subnormal inputs and results as PyTorch's:
   error carried into the log.
 The polynomials are near-minimax fits (Lawson's weighted least squares in float64, each
 coefficient rounded to float32 and the rest refitted), relative to the result's size.
+Each public function asks for 512-bit vectors on AVX-512 CPUs (``vector_width``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from llvmlite import ir as llvm_ir
 from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from .vector_width import prefer_wide_vectors
 
 _F = np.float32
 
@@ -174,6 +177,7 @@ def _scale(n, t):
 
 @njit(inline="always", error_model="numpy")
 def exp_f32(x):
+    prefer_wide_vectors()
     n, t = _exp_reduce(min(max(x, _F(-104.0)), _EXP_HI))
     e = _scale(n, t)
     e = _F(0.0) if x < _F(-104.0) else e
@@ -190,6 +194,7 @@ def _exp_normal(x):
 
 @njit(inline="always", error_model="numpy")
 def expm1_f32(x):
+    prefer_wide_vectors()
     n, t = _exp_reduce(min(max(x, _F(-25.0)), _EXP_HI))  # expm1(-25) rounds to -1
     s = _pow2f(min(n, _F(127.0)))
     e = fmuladd(s, t, s - _F(1.0))     # 2^n - 1 is exact for -24 <= n <= 24
@@ -200,6 +205,7 @@ def expm1_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def tanh_f32(x):
+    prefer_wide_vectors()
     a = abs(x)
     z = x * x
     small = x * (((((_F(-5.70498872745e-3) * z + _F(2.06390887954e-2)) * z
@@ -216,6 +222,7 @@ def sigmoid_f32(x):
     t + (2^-n + 1) (exact inner sum) for n <= 0, so one rounding in the sum and one in the
     quotient; 2^-n reaches 2^-128 (two factors: subnormal results round once). PyTorch's
     float32 sigmoid is 0 below -88.72, where its exp(-x) overflows."""
+    prefer_wide_vectors()
     n, t = _exp_reduce(min(max(-x, _F(-30.0)), _EXP_HI))   # sigmoid(30) rounds to 1
     inv = _pow2f(-min(n, _F(126.0))) * _pow2f(_F(126.0) - max(n, _F(126.0)))
     pos = n > _F(0.0)
@@ -227,6 +234,7 @@ def sigmoid_f32(x):
 
 @njit(inline="always", error_model="numpy")
 def erf_f32(x):
+    prefer_wide_vectors()
     a = abs(x)
     small = fmuladd(x, _horner(x * x, _ERF_MID), x)
     big = _F(1.0) - _exp_normal(_horner(min(a, _F(3.93)), _LOG_ERFC))  # erf(3.93) rounds to 1
@@ -246,6 +254,7 @@ def gelu_f32(x):
     """x Phi(x): x (1/2 + x g(x^2)) in the middle; x Phi(-|x|) below -1 and x - x Phi(-x)
     above 1, so the left tail has no cancellation. Below -5.5 the result is -0 (PyTorch's
     float32 gelu is -0 from about -5.7, its 1 + erf having rounded to 0)."""
+    prefer_wide_vectors()
     a = abs(x)
     mid = fmuladd(x, x * _horner(x * x, _PHI_MID), _F(0.5) * x)
     e = _phi_tail(a)
@@ -260,6 +269,7 @@ def gelu_grad_f32(x):
     """Phi(x) + x phi(x): 1/2 + x G(x^2) in the middle; in the tails Phi from exp(P) and
     phi(x) = exp(-x^2/2) / sqrt(2 pi) with -x^2/2 split into a rounded part and its (FMA-exact)
     error, so that the rounding of x^2 does not grow with x."""
+    prefer_wide_vectors()
     a = abs(x)
     mid = fmuladd(x, _horner(x * x, _GELU_GRAD_MID), _F(0.5))
     hx = _F(-0.5) * min(a, _F(13.0))
@@ -307,6 +317,7 @@ def _log_normalized(x):
 
 @njit(inline="always", error_model="numpy")
 def log_f32(x):
+    prefer_wide_vectors()
     k, f, y = _log_normalized(x)
     return _log_valid(x, _ln_join(k, f, y))
 
@@ -314,6 +325,7 @@ def log_f32(x):
 @njit(inline="always", error_model="numpy")
 def log2_f32(x):
     """k + (f + y) log2(e), with log2(e) split in two so f's product keeps its low bits."""
+    prefer_wide_vectors()
     k, f, y = _log_normalized(x)
     r = k + fmuladd(f, _LOG2E, fmuladd(f, _LOG2E_LO, y * _LOG2E))
     return _log_valid(x, r)
@@ -323,6 +335,7 @@ def log2_f32(x):
 def log10_f32(x):
     """k log10(2) + (f + y) log10(e), both constants split in two (k times the high part of
     log10(2) is exact)."""
+    prefer_wide_vectors()
     k, f, y = _log_normalized(x)
     low = fmuladd(k, _LG2_LO, fmuladd(f, _LOG10E_LO, y * _LOG10E))
     return _log_valid(x, fmuladd(k, _LG2_HI, fmuladd(f, _LOG10E, low)))
@@ -340,6 +353,7 @@ def _log_with_error(u, c):
 
 @njit(inline="always", error_model="numpy")
 def log1p_f32(x):
+    prefer_wide_vectors()
     u = _F(1.0) + x
     r = _log_with_error(u, x - (u - _F(1.0)))   # 1 + x's rounding error (u - 1 is exact)
     special = -_INF if x == _F(-1.0) else (_NAN if x < _F(-1.0) else x)
@@ -350,6 +364,7 @@ def log1p_f32(x):
 def softplus_f32(z):
     """log1p(e^z) = max(z, 0) + log1p(w), w = e^-|z|; 1 + w is split into its rounded value
     and (Fast2Sum, 1 >= w) its exact error."""
+    prefer_wide_vectors()
     w = exp_f32(-abs(z))
     u = _F(1.0) + w
     lp = _log_with_error(u, (_F(1.0) - u) + w)

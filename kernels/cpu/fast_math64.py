@@ -29,6 +29,7 @@ import numpy as np
 from numba import njit
 
 from .fast_math import _horner, bits_from_float, float_from_bits, fmuladd
+from .vector_width import prefer_wide_vectors
 
 _ONE = 1.0  # typed float64 constant for float_from_bits
 
@@ -96,6 +97,7 @@ def _exp_scaled(x, k):
 
 @njit(inline="always", error_model="numpy")
 def exp_f64(x):
+    prefer_wide_vectors()
     e = _exp_scaled(x, 0.0)
     return x if x != x else e
 
@@ -122,6 +124,7 @@ def _log_core(k, f, c):
 
 @njit(inline="always", error_model="numpy")
 def log_f64(x):
+    prefer_wide_vectors()
     sub = x < 2.2250738585072014e-308  # subnormal (or <= 0): scale by 2^54 first
     k, f = _log_reduced(x * 18014398509481984.0 if sub else x)
     y = _log_core(k - 54.0 if sub else k, f, 0.0)
@@ -132,6 +135,7 @@ def log_f64(x):
 
 @njit(inline="always", error_model="numpy")
 def log1p_f64(x):
+    prefer_wide_vectors()
     u = 1.0 + x
     k, f = _log_reduced(u)
     # the rounding error of 1 + x, exact (Fast2Sum with the larger operand first), over 1 + x
@@ -144,6 +148,7 @@ def log1p_f64(x):
 
 @njit(inline="always", error_model="numpy")
 def tanh_f64(x):
+    prefer_wide_vectors()
     a = abs(x)
     z = x * x
     small = a < 0.625
@@ -160,6 +165,7 @@ def tanh_f64(x):
 
 @njit(inline="always", error_model="numpy")
 def sigmoid_f64(x):
+    prefer_wide_vectors()
     # e^x / (1 + e^x) for x < 0 (e = exp(-|x|) <= 1 keeps e's error damped); 0 below -709.78,
     # where PyTorch's 1 / (1 + exp(-x)) overflows.
     e = exp_f64(-abs(x))
@@ -186,6 +192,7 @@ def _erfc_ratio(a):
 
 @njit(inline="always", error_model="numpy")
 def erf_f64(x):
+    prefer_wide_vectors()
     a = min(max(abs(x), 1.0), 6.0)  # erf rounds to +-1 beyond 5.93
     tail = 1.0 - exp_f64(-(a * a)) * _erfc_ratio(a)
     e = fmuladd(x, _erf_q(x * x), x) if abs(x) < 1.0 else (-tail if x < 0 else tail)
@@ -217,6 +224,7 @@ def _gelu_parts(x):
 @njit(inline="always", error_model="numpy")
 def gelu_f64(x):
     """x Phi(x) = 0.5 x (1 + erf(x / sqrt 2)), erfc in the tails (PyTorch's NaN at -inf)."""
+    prefer_wide_vectors()
     mid, erfc64, _ = _gelu_parts(x)
     u = abs(x) * _SQRT1_2
     g = 0.5 * x * (2.0 - erfc64 * _TWO_M64)
@@ -228,6 +236,7 @@ def gelu_f64(x):
 @njit(inline="always", error_model="numpy")
 def gelu_grad_f64(x):
     """Phi(x) + x phi(x), the derivative of gelu."""
+    prefer_wide_vectors()
     mid, erfc64, e64 = _gelu_parts(x)
     u = abs(x) * _SQRT1_2
     xphi64 = x * _INV_SQRT_2PI * e64
@@ -240,6 +249,7 @@ def gelu_grad_f64(x):
 @njit(inline="always", error_model="numpy")
 def softplus_f64(x, beta, threshold):
     """PyTorch's softplus: x above the threshold (in beta x), else log1p(exp(beta x)) / beta."""
+    prefer_wide_vectors()
     y = x * beta
     return x if y > threshold else log1p_f64(exp_f64(y)) / beta
 
@@ -247,5 +257,6 @@ def softplus_f64(x, beta, threshold):
 @njit(inline="always", error_model="numpy")
 def softplus_grad_f64(x, beta, threshold):
     """sigmoid(beta x), 1 in softplus's linear region."""
+    prefer_wide_vectors()
     y = x * beta
     return 1.0 if y > threshold else sigmoid_f64(y)
