@@ -33,7 +33,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from .vector_width import prefer_wide_vectors
+from .vector_width import has_scalef, prefer_wide_vectors
 
 _F = np.float32
 
@@ -67,6 +67,33 @@ def bits_from_float(typingctx, x):
     def codegen(context, builder, signature, args):
         return builder.bitcast(args[0], llvm_ir.IntType(out.bitwidth))
     return out(x), codegen
+
+
+# llvm.ldexp is one VSCALEFPS/PD on AVX-512 CPUs; elsewhere LLVM calls libm's ldexp per element
+# (no vector loop), so 2^n is built from bits there.
+SCALEF = has_scalef()
+
+
+@intrinsic
+def ldexp(typingctx, x, n):
+    """x 2^n rounded once, subnormal and overflowing results included (LLVM's llvm.ldexp; use
+    it where ``SCALEF``). ``n`` is taken as an int32 (truncated: Numba widens int32 sums)."""
+    if x not in (types.float32, types.float64) or not isinstance(n, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        i32 = llvm_ir.IntType(32)
+        exponent = args[1]
+        if n.bitwidth > 32:
+            exponent = builder.trunc(exponent, i32)
+        elif n.bitwidth < 32:
+            exponent = builder.sext(exponent, i32)
+        ty = args[0].type
+        name = "llvm.ldexp.f64.i32" if x == types.float64 else "llvm.ldexp.f32.i32"
+        fn = cgutils.get_or_insert_function(builder.module,
+                                            llvm_ir.FunctionType(ty, [ty, i32]), name)
+        return builder.call(fn, [args[0], exponent])
+    return x(x, n), codegen
 
 
 @intrinsic
@@ -139,6 +166,8 @@ _LOG10E_LO = _F(-1.010305006321488e-8)   # log10(e) - _LOG10E
 _LG2_HI = _F(0.3010254)                   # log10(2) to 14 bits: k * _LG2_HI is exact
 _LG2_LO = _F(4.6050389811980175e-6)       # log10(2) - _LG2_HI
 _EXP_HI = _F(88.72284)          # exp overflows float32 above
+_ROUNDER = _F(12582912.0)       # 1.5 2^23: x + it rounds x to an integer, kept in its low bits
+_ROUNDER_BITS = np.int32(0x4B400000)
 _SQRT_HALF_BITS = np.int32(0x3F3504F3)
 _MANTISSA = np.int32(0x007FFFFF)
 _MIN_NORMAL = _F(1.17549435e-38)
@@ -160,17 +189,22 @@ def _pow2f(n):
 
 @njit(inline="always", error_model="numpy")
 def _exp_reduce(x):
-    """(n, t) with x = n ln2 + r, |r| <= ln2/2, n an integral float32 and t = expm1(r)."""
-    n = np.floor(fmuladd(x, _LOG2E, _F(0.5)))
+    """(n, ni, t) with x = n ln2 + r, |r| <= ln2/2, n an integral float32, ni the same integer
+    and t = expm1(r), for |x| < 2^21. n is rounded by adding 1.5 2^23, whose sum keeps n in
+    its low bits (no round or convert instruction)."""
+    k = fmuladd(x, _LOG2E, _ROUNDER)
+    n = k - _ROUNDER
     r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, x))
-    return n, fmuladd(r * r, _horner(r, _EXPM1_Q), r)
+    return n, bits_from_float(k) - _ROUNDER_BITS, fmuladd(r * r, _horner(r, _EXPM1_Q), r)
 
 
 @njit(inline="always", error_model="numpy")
-def _scale(n, t):
-    """2^n (1 + t) for an integral float32 n in [-151, 128]: 2^n = 2^h 2^(n-h), h = n // 2, as
-    two normal factors (a subnormal result is rounded once)."""
-    ni = np.int32(n)
+def _scale(ni, t):
+    """2^ni (1 + t) for an integer ni in [-151, 128], rounded once (a subnormal result too):
+    one VSCALEFPS where ``SCALEF``, else 2^ni = 2^h 2^(ni-h), h = ni // 2, two normal
+    factors."""
+    if SCALEF:
+        return ldexp(_F(1.0) + t, ni)
     h = ni >> np.int32(1)
     return (_F(1.0) + t) * _pow2(h) * _pow2(ni - h)
 
@@ -178,8 +212,8 @@ def _scale(n, t):
 @njit(inline="always", error_model="numpy")
 def exp_f32(x):
     prefer_wide_vectors()
-    n, t = _exp_reduce(min(max(x, _F(-104.0)), _EXP_HI))
-    e = _scale(n, t)
+    n, ni, t = _exp_reduce(x)    # garbage where |x| >= 2^21: selected away below
+    e = _scale(ni, t)
     e = _F(0.0) if x < _F(-104.0) else e
     e = _INF if x > _EXP_HI else e
     return x if x != x else e
@@ -188,14 +222,14 @@ def exp_f32(x):
 @njit(inline="always", error_model="numpy")
 def _exp_normal(x):
     """exp(x) for x in [-87, 88] (a normal result), NaN-free."""
-    n, t = _exp_reduce(x)
-    return (_F(1.0) + t) * _pow2f(n)
+    n, ni, t = _exp_reduce(x)
+    return (_F(1.0) + t) * _pow2(ni)
 
 
 @njit(inline="always", error_model="numpy")
 def expm1_f32(x):
     prefer_wide_vectors()
-    n, t = _exp_reduce(min(max(x, _F(-25.0)), _EXP_HI))  # expm1(-25) rounds to -1
+    n, ni, t = _exp_reduce(min(max(x, _F(-25.0)), _EXP_HI))  # expm1(-25) rounds to -1
     s = _pow2f(min(n, _F(127.0)))
     e = fmuladd(s, t, s - _F(1.0))     # 2^n - 1 is exact for -24 <= n <= 24
     e = e + e if n > _F(127.0) else e
@@ -223,7 +257,7 @@ def sigmoid_f32(x):
     quotient; 2^-n reaches 2^-128 (two factors: subnormal results round once). PyTorch's
     float32 sigmoid is 0 below -88.72, where its exp(-x) overflows."""
     prefer_wide_vectors()
-    n, t = _exp_reduce(min(max(-x, _F(-30.0)), _EXP_HI))   # sigmoid(30) rounds to 1
+    n, ni, t = _exp_reduce(min(max(-x, _F(-30.0)), _EXP_HI))   # sigmoid(30) rounds to 1
     inv = _pow2f(-min(n, _F(126.0))) * _pow2f(_F(126.0) - max(n, _F(126.0)))
     pos = n > _F(0.0)
     d = (t + (inv if pos else _F(0.0))) + (_F(1.0) if pos else inv + _F(1.0))

@@ -51,6 +51,11 @@ def wide() -> bool:
     return all(flag in host_features() for flag in _AVX512)
 
 
+def has_scalef() -> bool:
+    """Whether LLVM turns ``llvm.ldexp`` into AVX-512's VSCALEFPS/PD (in 256 or 512 bits)."""
+    return "+avx512f" in host_features()
+
+
 def capability() -> str:
     """PyTorch's name for the widest vectors the CPU kernels use: AVX512, AVX2 or DEFAULT."""
     if wide():

@@ -83,3 +83,33 @@ def test_cpu_capability_against_pytorch() -> None:
     ours, theirs = gt.backends.cpu.get_cpu_capability(), torch.backends.cpu.get_cpu_capability()
     if theirs in ("AVX512", "AVX2", "DEFAULT"):   # x86 builds; others name other ISAs
         assert ours == theirs
+
+
+_HASWELL = "+avx,+avx2,+fma,+f16c,+sse,+sse2,+sse3,+ssse3,+sse4.1,+sse4.2,+popcnt,+bmi,+bmi2"
+_EDGES = ("[float('nan'), float('inf'), -float('inf'), 0.0, -0.0, 1e-30, -1e-30, 1.0, 88.72,"
+          " 88.73, 88.5, 88.0, -87.3, -88.0, -95.0, -100.0, -103.9, -104.0, -104.1, -150.0,"
+          " 1e7, -1e7, 3e38, -3e38, 20.5, -20.5, 0.3465736, -0.3465736]")
+_SCALE_PROGRAM = f"""
+import numpy as np, gputensor as gt
+from gputensor.kernels.cpu import fast_math
+x = gt.tensor({_EDGES}, dtype=gt.float32)
+x = gt.cat([x, gt.linspace(-110, 95, 4099)])
+print(fast_math.SCALEF)
+for name in ("exp", "expm1", "sigmoid", "erf", "tanh"):
+    print(getattr(gt, name)(x).numpy().view(np.uint32).tobytes().hex())
+"""
+
+
+def test_exp_scaling_without_avx512_gives_the_same_bits(tmp_path) -> None:  # noqa: ANN001
+    """exp's 2^n is one VSCALEFPS on AVX-512 CPUs and two normal factors elsewhere (LLVM's
+    ldexp would call libm per element there): both round once, so the bits are the same.
+    A Haswell target in a fresh process takes the other path from this host's."""
+    here = subprocess.run([sys.executable, "-c", _SCALE_PROGRAM], capture_output=True,
+                          text=True, timeout=600, check=True).stdout.split()
+    env = {**os.environ, "NUMBA_CPU_NAME": "haswell", "NUMBA_CPU_FEATURES": _HASWELL,
+           "GPUTENSOR_CACHE_DIR": str(tmp_path), "NUMBA_CACHE_DIR": str(tmp_path)}
+    haswell = subprocess.run([sys.executable, "-c", _SCALE_PROGRAM], capture_output=True,
+                             text=True, timeout=600, check=True, env=env).stdout.split()
+    assert haswell[0] == "False"
+    assert here[0] == str("+avx512f" in vector_width.host_features())
+    assert here[1:] == haswell[1:]
