@@ -244,7 +244,8 @@ class Derivative:
     def lane_recorder(self, params: tuple) -> Callable[[Any, Any, Any], None]:
         """``record(result, a, b)`` for a binary op's one-pass calls (the CPU lane of
         kernels/cpu/elementwise.py): ``a`` a tensor, ``b`` a tensor of a's shape and dtype or
-        a Python number, the op's default ``params``. It attaches what :meth:`record` would,
+        a Python number, the op's default ``params``; ``record.unary(result, a)`` for a unary
+        op's (the unary lane). It attaches what :meth:`record` would,
         with the plan (edge slots, where each saved name comes from) made once for each set
         of operands needing grad and kept for the last shape and dtype; saved names of other
         kinds (metadata) take :meth:`record`."""
@@ -270,18 +271,23 @@ class Derivative:
                                tuple(sources))
             return p
 
-        def record(result: Any, a: Any, b: Any) -> None:
-            if not grad_state.enabled:
-                return
-            ga = a._requires_grad
-            gb = type(b) is not int and type(b) is not float and b._requires_grad
-            mask = 2 * ga + gb
+        def attach(result: Any, a: Any, b: Any, mask: int) -> None:
             shape, dtype = a._shape, a._dtype
             plan = plans[mask]
             if (plan is None or plan[0] != shape or plan[1] is not dtype) and \
                     (plan := plan_for(mask, shape, dtype)) is None:
-                self.record(result, (a, b), params)
+                self.record(result, (a,) if mask == 2 and b is None else (a, b), params)
                 return
+            # The edges first: they hold a leaf's AccumulateGrad, which a saved-tensor pack
+            # hook then finds alive (it keeps only a weak reference to it).
+            node = node_class.__new__(node_class)
+            if mask == 3:
+                node._init((edge_of(a), edge_of(b)))
+            else:
+                x = a if mask == 2 else b
+                fn = x.grad_fn   # (edge_of's common case inline: a non-view with a history)
+                node._init(((fn, x._output_nr),) if fn is not None and x._base is None
+                           else (edge_of(x),))
             saved = {}
             for name, src in plan[3]:
                 if src == 0 or src == 1:
@@ -292,19 +298,25 @@ class Derivative:
                     saved[name] = SavedTensor(result, is_output=True)
                 else:
                     saved[name] = src[0]
-            node = node_class.__new__(node_class)
-            if mask == 3:
-                node._init((edge_of(a), edge_of(b)))
-            else:
-                x = a if ga else b
-                fn = x.grad_fn   # (edge_of's common case inline: a non-view with a history)
-                node._init(((fn, x._output_nr),) if fn is not None and x._base is None
-                           else (edge_of(x),))
             node.derivative = self
             node.slots = plan[2]
             node.saved = saved
             result.grad_fn = node
             result._requires_grad = True
+
+        def record(result: Any, a: Any, b: Any) -> None:
+            if not grad_state.enabled:
+                return
+            ga = a._requires_grad
+            gb = type(b) is not int and type(b) is not float and b._requires_grad
+            attach(result, a, b, 2 * ga + gb)
+
+        def record_unary(result: Any, a: Any) -> None:
+            """``record`` for a unary op's one-pass call (``a`` requires grad)."""
+            if grad_state.enabled:
+                attach(result, a, None, 2)
+
+        record.unary = record_unary  # type: ignore[attr-defined]
         return record
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:

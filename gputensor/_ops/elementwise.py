@@ -257,7 +257,10 @@ def make_frontend(op: OpDef) -> tuple[Callable, Callable]:
         kernels[device_type + ".lane"] = None if make_lane is None else \
             make_lane(op.derivative.lane_recorder(default_params))
         kernels[device_type + ".ilane"] = None if raw else getattr(k, "inplace_lane", None)
-        kernels[device_type + ".ulane"] = None if raw else getattr(k, "unary_lane", None)
+        make_unary_lane = None if raw else getattr(k, "make_unary_lane", None)
+        kernels[device_type + ".ulane"] = None if make_unary_lane is None else \
+            make_unary_lane(op.derivative.lane_recorder(default_params).unary
+                            if isinstance(op.derivative, Derivative) else None)
         return k
 
     def load_lane(which: str = "cpu.lane") -> Callable | None:

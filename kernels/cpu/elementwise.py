@@ -479,29 +479,37 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         a._storage._version += 1
         return a
 
-    def unary_lane(a: Any) -> Tensor | None:
-        """``<op>(a)`` of a parameterless unary op whose result keeps the dtype, for ``a`` as
-        the binary lane takes it and not requiring grad: the flat serial kernel on a new
-        array. None for anything else (the frontend's fast path or plan runs)."""
-        st = _lane_layout(a)
-        if st is None or a._requires_grad:
-            return None
-        x = a._np if a._np_buf is a._storage._buf else a._host
-        if heavy and parallel(x.size):
-            return None  # run's parallel kernel
-        fn = serial_flat[0] if serial_flat else None
-        if fn is None:
-            fn = get(all_arrays, 1, False)
-            serial_flat.append(fn)
-        dt, shape = a._dtype, a._shape
-        o = np.empty(shape, dt.np_dtype)
-        fn(o if len(shape) == 1 else o.reshape(-1), x if len(shape) == 1 else x.reshape(-1))
-        return wrap_cpu(o, dt, shape, st)
+    def make_unary_lane(record: Callable[[Tensor, Any], None] | None) -> Callable:
+        """The whole unary op for the frontend's commonest call; ``record(result, a)`` is
+        called when ``a`` requires grad (None: such calls take the frontend)."""
+
+        def unary_lane(a: Any) -> Tensor | None:
+            """``<op>(a)`` of a parameterless unary op whose result keeps the dtype, for ``a``
+            as the binary lane takes it: the flat serial kernel on a new array. None for
+            anything else (the frontend's fast path or plan runs)."""
+            st = _lane_layout(a)
+            if st is None or (a._requires_grad and record is None):
+                return None
+            x = a._np if a._np_buf is a._storage._buf else a._host
+            if heavy and parallel(x.size):
+                return None  # run's parallel kernel
+            fn = serial_flat[0] if serial_flat else None
+            if fn is None:
+                fn = get(all_arrays, 1, False)
+                serial_flat.append(fn)
+            dt, shape = a._dtype, a._shape
+            o = np.empty(shape, dt.np_dtype)
+            fn(o if len(shape) == 1 else o.reshape(-1), x if len(shape) == 1 else x.reshape(-1))
+            t = wrap_cpu(o, dt, shape, st)
+            if a._requires_grad:
+                record(t, a)
+            return t
+        return unary_lane
 
     run._gt_elementwise_op = op  # type: ignore[attr-defined]  (what gt.compile fuses)
     run.bind = bind  # type: ignore[attr-defined]
     if op.arity == 1 and not op.params and not plain_copy:
-        run.unary_lane = unary_lane  # type: ignore[attr-defined]
+        run.make_unary_lane = make_unary_lane  # type: ignore[attr-defined]
     if ufunc is not None:
         run.allocating = allocating  # type: ignore[attr-defined]
         run.make_lane = make_lane  # type: ignore[attr-defined]

@@ -267,3 +267,21 @@ def test_save_on_cpu_moves_activations_off_the_device():
     t = torch.tensor(data, requires_grad=True)
     t.tanh().tanh().tanh().sum().backward()
     assert_close(x.grad, t.grad)
+
+
+@pytest.mark.parametrize("expr", ["x * x", "x * 3.0 * x", "x.exp() * x", "x.sin()", "x.tanh()"])
+def test_double_backward_through_hooks_of_a_leaf(device, expr):
+    """One-pass (lane) calls on a leaf under pack hooks: the hook's weak reference to the
+    leaf's AccumulateGrad must find the one the node's edge holds, or the second backward
+    accumulates into the unpacked copy instead of the leaf."""
+    res = []
+    for m in (gt, torch):
+        dev = device if m is gt else "cpu"
+        x = m.tensor([0.5, -1.0, 2.0], device=dev, dtype=m.float64, requires_grad=True)
+        with m.autograd.graph.saved_tensors_hooks(lambda t: t.clone(), lambda p: p):
+            y = eval(expr).sum()
+        (g,) = m.autograd.grad(y, x, create_graph=True)
+        g.sum().backward()
+        res.append((g.detach(), x.grad))
+    assert_close(res[0][0], res[1][0])
+    assert_close(res[0][1], res[1][1])

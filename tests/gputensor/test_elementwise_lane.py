@@ -166,11 +166,11 @@ def test_from_numpy_tensors_take_the_lane() -> None:
                                   "erf", "abs", "sin", "reciprocal", "silu"])
 @pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
 def test_unary_lane_gives_the_kernels_bits(name: str, dtype: gt.dtype) -> None:
-    """The unary lane (parameterless unary ops, float32/float64, contiguous, no grad) runs the
-    kernel the frontend's fast path runs: the same bits as the planned call on a strided view
-    of the same values; a tensor that requires grad is recorded by the plan."""
+    """The unary lane (parameterless unary ops, float32/float64, contiguous) runs the kernel
+    the frontend's fast path runs: the same bits as the planned call on a strided view of the
+    same values. Without a recorder it declines a tensor that requires grad."""
     fn = getattr(gt, name)
-    lane = BACKENDS["cpu", "strided"].kernel(name).unary_lane
+    lane = BACKENDS["cpu", "strided"].kernel(name).make_unary_lane(None)
     rng = np.random.default_rng(7)
     x = gt.tensor(rng.uniform(0.1, 3.0, 37), dtype=dtype)
     strided = gt.zeros(74, dtype=dtype)[::2]
@@ -184,3 +184,36 @@ def test_unary_lane_gives_the_kernels_bits(name: str, dtype: gt.dtype) -> None:
     assert y.grad_fn is not None
     with gt.no_grad():
         assert fn(x).grad_fn is None
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sigmoid", "tanh", "relu", "sqrt", "erf", "abs",
+                                  "sin", "reciprocal", "silu", "neg"])
+@pytest.mark.parametrize("dtype", [gt.float32, gt.float64])
+def test_unary_lane_records_as_the_frontend(name: str, dtype: gt.dtype) -> None:
+    """A tensor that requires grad takes the lane with its recorder: the node is the class the
+    planned call records, and backward gives the planned call's gradient, for a leaf, a
+    non-leaf and a view operand."""
+    fn = getattr(gt, name)
+    lane = BACKENDS["cpu", "strided"].kernel(name).make_unary_lane(
+        gt.kernels.registry.OPS[name].derivative.lane_recorder(()).unary)
+    assert lane(gt.zeros(74, dtype=dtype, requires_grad=True)[::2]) is None
+    rng = np.random.default_rng(3)
+    values = rng.uniform(0.1, 3.0, (4, 6))
+    for make in (lambda t: t, lambda t: t * 1.0, lambda t: t[1:3]):
+        leaf = gt.tensor(values, dtype=dtype, requires_grad=True)
+        x = make(leaf)
+        got = lane(x)
+        assert got is not None and got.requires_grad
+        leaf_ref = gt.tensor(values, dtype=dtype, requires_grad=True)
+        x_ref = make(leaf_ref)
+        strided = gt.zeros(x_ref.shape[:-1] + (2 * x_ref.shape[-1],), dtype=dtype)[..., ::2]
+        strided.copy_(x_ref)   # the same values and history, in a layout the lane declines
+        want = fn(strided)
+        assert type(got.grad_fn) is type(want.grad_fn)
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        weights = gt.tensor(rng.standard_normal(tuple(got.shape)), dtype=dtype)
+        (got * weights).sum().backward()
+        (want * weights).sum().backward()
+        np.testing.assert_allclose(leaf.grad.numpy(), leaf_ref.grad.numpy(), rtol=1e-6)
+    with gt.no_grad():
+        assert lane(gt.tensor(values, dtype=dtype, requires_grad=True)).grad_fn is None
