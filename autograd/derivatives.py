@@ -31,6 +31,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gputensor._dtype import FLOATING as _FLOATING
 from gputensor._op_hook import OP_HOOK as _OP_HOOK
 from gputensor._tensor import Tensor as _Tensor
 from gputensor.func._state import VMAP as _VMAP
@@ -117,6 +118,10 @@ class Derivative:
         self._names: dict[str, list[str]] = {k: _formula_names(v)
                                              for k, v in self.formulas.items() if v is not None}
         self._save_cache: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self._save_kinds: dict[str, tuple] = {}
+        self._missing_defaults: dict[int, dict[str, Any]] = {}   # by positional count
+        # the arguments a gradient can flow to (a None formula: not differentiable there)
+        self._differentiable_args = tuple(k for k, v in self.formulas.items() if v is not None)
 
     @classmethod
     def for_function(cls, op_name: str, fn: Callable, formulas: dict[str, Formula | None],
@@ -320,13 +325,17 @@ class Derivative:
         return record
 
     def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
-        n = len(self.arg_names)
+        n = len(args)
+        missing = self._missing_defaults.get(n)
+        if missing is None:   # the defaults of the names n positional arguments leave unset
+            missing = self._missing_defaults[n] = {
+                k: v for k, v in self.defaults.items() if k not in self.arg_names[:n]}
         values = dict(zip(self.arg_names, args, strict=False))
         if self.varargs:
-            values[self.varargs] = tuple(args[n:])
-        values.update(kwargs)
-        for k, v in self.defaults.items():
-            values.setdefault(k, v)
+            values[self.varargs] = tuple(args[len(self.arg_names):])
+        values.update(missing)
+        if kwargs:
+            values.update(kwargs)
         return values
 
     def record_call(self, result: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
@@ -336,14 +345,16 @@ class Derivative:
         edges: list = []
         slots: list = []   # per edge: (arg name, index in a tensor list or -1, shape, dtype)
         needed = []
-        for arg, expr in self.formulas.items():
+        for arg in self._differentiable_args:
             x = values.get(arg)
-            if _is_tensor(x):
-                if x._requires_grad and expr is not None:
-                    edges.append(edge_of(x))
+            if isinstance(x, _Tensor):
+                if x._requires_grad:
+                    fn = x.grad_fn   # (edge_of's common case inline: a non-view with a history)
+                    edges.append((fn, x._output_nr) if fn is not None and x._base is None
+                                 else edge_of(x))
                     slots.append((arg, -1, x._shape, x._dtype))
                     needed.append(arg)
-            elif _tensor_list(x) and expr is not None:
+            elif _tensor_list(x):
                 used = False
                 for i, t in enumerate(x):
                     if t._requires_grad:
@@ -354,25 +365,26 @@ class Derivative:
                     needed.append(arg)
         if not edges:
             return
-        outputs = result if isinstance(result, tuple | list) else (result,)
+        outputs = result if isinstance(result, (tuple, list)) else (result,)
         node = self.node_class.__new__(self.node_class)
         node._init(tuple(edges))
         node.derivative = self
         node.slots = slots
-        saved = {}
-        for name in self._saved_names(tuple(needed)):
-            saved[name] = self._save(name, values, outputs)
-        node.saved = saved
+        needed = tuple(needed)
+        saved_names = self._save_cache.get(needed)
+        if saved_names is None:
+            saved_names = self._saved_names(needed)
+        save = self._save
+        node.saved = {name: save(name, values, outputs) for name in saved_names}
         diff = self.output_differentiable
         if len(outputs) > 1:
             # Zero gradients are materialized only for outputs that can have one.
-            node.out_meta = [(t._shape, t._dtype, t.device) if _is_tensor(t) and
-                             (diff is None or diff[i]) and
-                             (t._dtype.is_floating_point or t._dtype.is_complex) else None
-                             for i, t in enumerate(outputs)]
+            node.out_meta = [(t._shape, t._dtype, t.device) if isinstance(t, _Tensor) and
+                             (diff is None or diff[i]) and t._dtype.category >= _FLOATING
+                             else None for i, t in enumerate(outputs)]
         for i, t in enumerate(outputs):
-            if _is_tensor(t) and (diff is None or diff[i]) and \
-                    (t._dtype.is_floating_point or t._dtype.is_complex):
+            if isinstance(t, _Tensor) and (diff is None or diff[i]) and \
+                    t._dtype.category >= _FLOATING:   # floating or complex
                 t.grad_fn = node
                 t._requires_grad = True
                 if i:
@@ -380,29 +392,47 @@ class Derivative:
                 if t._base is not None:  # a view: remember which history of its base it saw
                     t._base_fn = t._base.grad_fn
 
+    def _save_kind(self, name: str) -> tuple:
+        """How a saved name is found, worked out once per name: ("out",), ("outs",),
+        ("meta", argument, attribute), ("outn", i) or ("value",)."""
+        kind = self._save_kinds.get(name)
+        if kind is None:
+            bound = set(self.arg_names) | set(self.defaults) | set(self._kw_names)
+            kind = ("value",)
+            if name in ("out", "outs"):
+                kind = (name,)
+            elif name[:3] == "out" and name[3:].isdigit():
+                kind = ("outn", int(name[3:]))
+            elif name not in bound and name != self.varargs:
+                for suffix in _META_SUFFIXES:
+                    if name.endswith(suffix):
+                        kind = ("meta", name[: -len(suffix)], _META_ATTRS[suffix])
+                        break
+            self._save_kinds[name] = kind
+        return kind
+
     def _save(self, name: str, values: dict[str, Any], outputs: Sequence[Any]) -> Any:
-        if name == "out":
+        kind = self._save_kinds.get(name) or self._save_kind(name)
+        how = kind[0]
+        if how == "value":
+            x = values.get(name)
+            if isinstance(x, _Tensor):
+                return SavedTensor(x)
+            if _tensor_list(x):
+                return type(x)(SavedTensor(t) for t in x)
+            return x
+        if how == "out":
             return SavedTensor(outputs[0], is_output=True)
-        if name == "outs":
+        if how == "meta":
+            x = values.get(kind[1])
+            if isinstance(x, list | tuple):
+                return [getattr(t, kind[2]) for t in x]
+            return getattr(x, kind[2]) if x is not None else None
+        if how == "outs":
             return [SavedTensor(t, is_output=True, output_nr=i) if _is_tensor(t) else t
                     for i, t in enumerate(outputs)]
-        for suffix in _META_SUFFIXES:
-            if name.endswith(suffix) and name not in values:
-                x = values.get(name[: -len(suffix)])
-                attr = _META_ATTRS[suffix]
-                if isinstance(x, list | tuple):
-                    return [getattr(t, attr) for t in x]
-                return getattr(x, attr) if x is not None else None
-        if name[:3] == "out" and name[3:].isdigit():
-            i = int(name[3:])  # an op whose call gave fewer outputs reads None (max() vs max(d))
-            return SavedTensor(outputs[i], is_output=True, output_nr=i) \
-                if i < len(outputs) else None
-        x = values.get(name)
-        if _is_tensor(x):
-            return SavedTensor(x)
-        if _tensor_list(x):
-            return type(x)(SavedTensor(t) for t in x)
-        return x
+        i = kind[1]  # an op whose call gave fewer outputs reads None (max() vs max(d))
+        return SavedTensor(outputs[i], is_output=True, output_nr=i) if i < len(outputs) else None
 
 
 class _SavedNumber:

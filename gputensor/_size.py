@@ -30,6 +30,20 @@ class Size(tuple):
         return (Size, (tuple(self),))
 
 
+_SIZES: dict[tuple[int, ...], Size] = {}
+
+
+def size_of(shape: tuple[int, ...]) -> Size:
+    """The Size of a tensor's own shape tuple (ints already): one shared instance per shape,
+    as ``Tensor.shape`` is read on most ops' paths and building a Size checks every dim."""
+    size = _SIZES.get(shape)
+    if size is None:
+        size = Size(shape)   # (Python ints even where a shape tuple held NumPy ints)
+        if len(_SIZES) < 4096:
+            _SIZES[shape] = size
+    return size
+
+
 def broadcast_shapes(*shapes: int | Sequence[int]) -> Size:
     """``torch.broadcast_shapes``: the shape tensors of these shapes broadcast to; an int is a
     1-d shape. (Op dispatch uses the plain-tuple ``kernels.layout.broadcast_shapes``.)"""

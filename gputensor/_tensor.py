@@ -15,7 +15,7 @@ from gputensor import _dtype as D
 from gputensor._compile import state as _capture
 from gputensor._device import CPU, device, to_device
 from gputensor._layout import strided
-from gputensor._size import Size
+from gputensor._size import Size, size_of
 from gputensor.storage.allocator import host_bytes
 from gputensor.storage.typed import TypedStorage
 from gputensor.storage.untyped import UntypedStorage
@@ -147,11 +147,11 @@ class Tensor:
     # -- metadata --------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._shape)
+        return size_of(self._shape)
 
     def size(self, dim: int | None = None) -> Any:
         if dim is None:
-            return Size(self._shape)
+            return size_of(self._shape)
         return self._shape[normalize_dim(dim, len(self._shape))]
 
     def stride(self, dim: int | None = None) -> Any:

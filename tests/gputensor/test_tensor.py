@@ -175,3 +175,16 @@ def test_all_is_computed_from_registry() -> None:
     assert {"tensor", "FloatStorage", "FloatTensor", "float32", "no_grad"} <= set(gt.__all__)
     for name in gt.__all__:
         assert hasattr(gt, name), name
+
+
+def test_shape_is_a_size_of_python_ints_shared_per_shape():
+    """``Tensor.shape``/``size()`` come from one Size per shape (built once: reading a shape is
+    on most ops' paths); a shape tuple holding NumPy ints still gives Python ints."""
+    a, b = gt.zeros(2, 3), gt.ones(2, 3)
+    assert type(a.shape) is gt.Size and a.shape == (2, 3) and a.shape is b.size()
+    assert all(type(d) is int for d in a.shape)
+    odd = (np.int64(5), np.int64(7))   # as if a shape tuple were built from NumPy values
+    from gputensor._size import size_of
+    s = size_of(odd)
+    assert s == (5, 7) and all(type(d) is int for d in s) and type(s) is gt.Size
+    assert gt.zeros(5, 7).shape is s
