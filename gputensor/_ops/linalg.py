@@ -31,7 +31,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor, normalize_dim
 from gputensor.autograd.formulas import cj, into_zeros, sum_to
 from gputensor.autograd.inplace import apply_inplace, needs_graph
-from gputensor.kernels.registry import OPS, memory_cost
+from gputensor.kernels.registry import BACKENDS, OPS, kernel_cache, memory_cost
 
 from ._core import check_out, empty, kernel, op, tensor_method
 from .composite import conj
@@ -196,6 +196,23 @@ def _bmm_shapes_error(batch: int, k: int, got: tuple[int, int]) -> RuntimeError:
 
 
 # -- matrix @ matrix -----------------------------------------------------------------------------
+# The CPU _gemm kernel's lane (kernels/cpu/linalg.py), looked up once; None where a
+# profiler's or a capture's wrapper serves the kernel (the lane would bypass it). Emptied with
+# the kernel tables.
+_GEMM_LANES = kernel_cache()
+_UNLOADED = object()
+
+
+def _product_lane(a: Any, b: Any) -> Tensor | None:
+    """``a @ b`` by the CPU's one-pass product where it takes the operands, else None."""
+    lane = _GEMM_LANES.get("cpu", _UNLOADED)
+    if lane is _UNLOADED:
+        k = BACKENDS["cpu", "strided"].kernel("_gemm")
+        lane = _GEMM_LANES["cpu"] = None if hasattr(k, "_gt_profiler_raw") else \
+            getattr(k, "lane", None)
+    return None if lane is None else lane(a, b)
+
+
 def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
         res_shape: tuple[int, ...] | None = None) -> Tensor:
     """a (n x k) @ b (k x m) into a result of ``res_shape`` (default (n, m), same element count)."""
@@ -218,6 +235,8 @@ def _mm(a: Tensor, b: Tensor, out: Tensor | None, op_name: str,
     jvp="mm(input_t, mat2) + mm(input, mat2_t)")
 def mm(input: Tensor, mat2: Tensor, *, out: Tensor | None = None) -> Tensor:
     """Matrix product of an (n x k) and a (k x m) matrix."""
+    if out is None and (result := _product_lane(input, mat2)) is not None:
+        return result
     _tensor_arg(input, "input", "mm", 1)
     _tensor_arg(mat2, "mat2", "mm", 2)
     if input.dim() != 2:
@@ -630,6 +649,8 @@ def matmul(input: Tensor, other: Tensor, *, out: Tensor | None = None) -> Tensor
     """Matrix product with PyTorch's rules: dot (1-D @ 1-D), mv, mm, and batched products whose
     batch dims broadcast; a 1-D operand gets a dim prepended (left) or appended (right) that is
     removed from the result."""
+    if out is None and (result := _product_lane(input, other)) is not None:
+        return result
     _tensor_arg(input, "input", "matmul", 1)
     _tensor_arg(other, "other", "matmul", 2)
     d1, d2 = input.dim(), other.dim()

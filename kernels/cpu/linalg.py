@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from gputensor import _dtype as D
+from gputensor._device import CPU as _CPU
 from gputensor._tensor import Tensor
+from gputensor.kernels.allocation import wrap_cpu
 from gputensor.kernels.registry import CPU
 
 # NumPy/BLAS cannot compute in these; products run in float32 and the result is cast back.
@@ -101,6 +103,32 @@ def gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any, alpha: 
     if not direct:
         with np.errstate(over="ignore"):  # float32 -> float16 overflow is inf, as in PyTorch
             o[...] = prod
+
+
+_F32, _F64 = D.float32, D.float64
+
+
+def _gemm_lane(a: Any, b: Any) -> Tensor | None:
+    """``a @ b`` for the commonest eager product (a Linear's or an attention head's 2-d
+    matmul/mm): CPU float32/float64 matrices of one dtype and matching inner size, non-empty,
+    that BLAS reads as they are. np.matmul into a fresh array, the very call ``gemm`` makes;
+    None for anything else (the frontend's checks and plan run)."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        return None
+    dt = a._dtype
+    sa, sb = a._shape, b._shape
+    if dt is not b._dtype or (dt is not _F32 and dt is not _F64) or len(sa) != 2 or \
+            len(sb) != 2 or sa[1] != sb[0] or not (sa[0] and sa[1] and sb[1]) or \
+            a._storage.device is not _CPU or b._storage.device is not _CPU:
+        return None
+    x, y = a._host, b._host
+    if not (x.flags.c_contiguous or _blas_ready(x)) or \
+            not (y.flags.c_contiguous or _blas_ready(y)):
+        return None
+    return wrap_cpu(np.matmul(x, y), dt, (sa[0], sb[1]))
+
+
+gemm.lane = _gemm_lane  # type: ignore[attr-defined]
 
 
 def _bind_gemm(out: Tensor, a: Tensor, b: Tensor, c: Tensor | None, beta: Any,
