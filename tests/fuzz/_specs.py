@@ -143,7 +143,8 @@ def elementwise(d: Drawer, name: str) -> Call:
     if f == "fn" and d.chance(0.15) and _torch_takes(name, "out"):
         kwargs["out"] = d.tensor(d.broadcastable(x.shape), layout=False)
     exact_gelu = name == "gelu" and kwargs.get("approximate", "none") == "none"
-    return Call(name, tuple(args), kwargs, f, "gelu_at_inf" if exact_gelu else "exact")
+    checker = "gelu_at_inf" if exact_gelu else "rsqrt_reduced" if name == "rsqrt" else "exact"
+    return Call(name, tuple(args), kwargs, f, checker)
 
 
 for _n, _op in OPS.items():
