@@ -502,7 +502,8 @@ def _norm_order(p: Any) -> float:
     jvp="norm_jvp(input, input_t, p, dim, keepdim, dtype, out)")
 def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
          out: Tensor | None = None, dtype: Any = None) -> Tensor:
-    """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float."""
+    """Vector p-norm over ``dim`` (all dims by default): p = 0, 1, 2, +-inf, 'fro' or a float
+    (other string orders go to linalg.matrix_norm, before this runs)."""
     if p == "fro" and isinstance(dim, tuple | list) and len(dim) > 2:
         # PyTorch's torch.norm sends 'fro' over more than two dims to linalg.matrix_norm
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got "
@@ -546,6 +547,30 @@ def norm(input: Tensor, p: Any = "fro", dim: Dims = None, keepdim: bool = False,
     result, flat = _alloc(x, dims, keepdim, REDUCTIONS[norm_reduction(order)].out(x.dtype))
     kernel(x, "norm")(flat, x, dims, order)
     return _deliver(result, out, "norm")
+
+
+def _matrix_orders_routed(vector_norm: Any) -> Any:
+    """torch.norm's frontend: a string order other than 'fro' ('nuc', or one matrix_norm
+    refuses) is linalg.matrix_norm over ``dim`` (every dim by default), as PyTorch's
+    torch.norm sends it there; everything else is the vector norm above."""
+    def norm(*args: Any, **kwargs: Any) -> Any:
+        p = args[1] if len(args) > 1 else kwargs.get("p", "fro")
+        if isinstance(p, str) and p != "fro":
+            return _matrix_norm_call(*args, **kwargs)
+        return vector_norm(*args, **kwargs)
+    norm.__name__, norm.__doc__, norm.__wrapped__ = "norm", vector_norm.__doc__, vector_norm
+    return norm
+
+
+def _matrix_norm_call(input: Tensor, p: str, dim: Dims = None, keepdim: bool = False,
+                      out: Tensor | None = None, dtype: Any = None) -> Tensor:
+    from gputensor import linalg
+
+    dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else dim
+    return linalg.matrix_norm(input, p, dims, keepdim, dtype=dtype, out=out)
+
+
+norm = OPS["norm"].frontend = _matrix_orders_routed(norm)
 
 
 @op(method=True, grad={"input": "expand_reduced(g, input_shape, dim, keepdim) * cj((input - "
