@@ -170,6 +170,14 @@ def nansum(input: Tensor, dim: Dims = None, keepdim: bool = False, *, dtype: Any
     if input.dtype.is_complex:
         _dims(input, dim)     # the dims' errors first, as in PyTorch
         raise RuntimeError("nansum does not support complex inputs")
+    dt = _accumulate_dtype(dtype, out)
+    if dt is not None and dt.category < D.FLOATING and input.dtype.is_floating_point:
+        if dtype is None:   # an integral out= alone: PyTorch's float kernel gets its dtype
+            raise NotImplementedError(f'"nansum_{input.device.type}" not implemented for '
+                                      f"'{dt.legacy_name}'")
+        # PyTorch drops the NaNs in the input's dtype, then casts: nansum([nan, 2.5],
+        # dtype=int32) is 2 (the cast first made the NaN INT_MIN)
+        input = input.masked_fill(input.isnan(), 0)
     return _sum_like("nansum", input, dim, keepdim, dtype, out)
 
 
