@@ -138,8 +138,14 @@ class Tensor:
         isz = self._dtype.itemsize
         if 0 in self._shape:
             arr = np.empty(self._shape, self._dtype.np_dtype)
+        elif type(buf) is np.ndarray and buf.dtype == self._dtype.np_dtype and \
+                not self._offset and buf.size == math.prod(self._shape) and \
+                buf.flags.c_contiguous and self._stride == contiguous_strides(self._shape):
+            arr = buf.reshape(self._shape)   # a whole-buffer view (x.view(4, 4)): ~4x cheaper
         else:
-            arr = np.ndarray(self._shape, self._dtype.np_dtype, host_bytes(buf),
+            arr = np.ndarray(self._shape, self._dtype.np_dtype,
+                             buf if type(buf) is np.ndarray and buf.flags.c_contiguous
+                             else host_bytes(buf),
                              self._offset * isz, tuple(s * isz for s in self._stride))
         self._np, self._np_buf = arr, buf
         return arr
