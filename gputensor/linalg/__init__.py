@@ -38,7 +38,7 @@ from gputensor._ops.decompositions import (
 from gputensor._ops.decompositions import det as det
 from gputensor._ops.decompositions import matrix_exp as matrix_exp
 from gputensor._ops.decompositions import matrix_power as matrix_power
-from gputensor._tensor import Tensor
+from gputensor._tensor import Tensor, normalize_dim
 from gputensor.func._batched import physical
 
 from ._ldl import ldl_factor, ldl_factor_ex, ldl_solve
@@ -351,9 +351,9 @@ def vector_norm(x: Tensor, ord: Any = 2, dim: Any = None, keepdim: bool = False,
 def _matrix_dims(A: Tensor, dim: Sequence[int], fn: str) -> tuple[int, int]:
     if len(dim) != 2:
         raise RuntimeError(f"{fn}: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
-    d0, d1 = (d % A.dim() for d in dim)
+    d0, d1 = (normalize_dim(d, A.dim()) for d in dim)   # out of range: IndexError
     if d0 == d1:
-        raise RuntimeError(f"{fn}: dims must be different. Got ({dim[0]}, {dim[1]})")
+        raise RuntimeError(f"{fn}: dims must be different. Got ({d0}, {d1})")
     return d0, d1
 
 

@@ -171,11 +171,21 @@ def _clamp1(d: Drawer, name: str) -> Call:
                 form(d, name, inplace=True))
 
 
+_SIGNED_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
 @spec("div")
 def _div(d: Drawer) -> Call:
     x = d.tensor()
     kw = {"rounding_mode": d.pick([None, "trunc", "floor", "bad"])} if d.chance(0.6) else {}
-    return Call("div", (x, operand(d, x)), kw, form(d, "div", inplace=True))
+    other = operand(d, x)
+    bits = _SIGNED_BITS.get(x.dtype)
+    if type(other) is int and bits and (other + 1) % (1 << bits) == 0 and \
+            kw.get("rounding_mode") in ("trunc", "floor"):
+        # a Python int that wraps to -1 in x's dtype (2**63 - 1 in int32): PyTorch's
+        # INT_MIN / -1 traps (SIGFPE) and takes the oracle down (seed 14811); gputensor wraps
+        other = 3
+    return Call("div", (x, other), kw, form(d, "div", inplace=True))
 
 
 @spec("float_power", "ldexp", "logaddexp2", "xlogy", "rsub")

@@ -35,3 +35,16 @@ def test_matrix_orders_refused_as_pytorch(device, shape, p, kwargs) -> None:
     with pytest.raises(RuntimeError) as got:
         gt.norm(gt.ones(shape, device=device), p=p, **kwargs)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("dim", [(0, 2), (0, -3), (1, -1), (-2, 0)])
+def test_matrix_norm_dims_checked_as_pytorch(device, dim) -> None:
+    """Out-of-range dims are PyTorch's IndexError (they wrapped silently, so (0, 2) of a
+    matrix was 'dims must be different'; fuzz seed 15111), equal ones named wrapped."""
+    for call in (lambda m, x: m.linalg.matrix_norm(x, dim=dim),
+                 lambda m, x: m.norm(x, p="nuc", dim=dim)):
+        with pytest.raises((RuntimeError, IndexError)) as want:
+            call(torch, torch.ones(2, 3))
+        with pytest.raises(want.type) as got:
+            call(gt, gt.ones(2, 3, device=device))
+        assert str(got.value) == str(want.value)
