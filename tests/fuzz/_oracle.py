@@ -370,6 +370,28 @@ def _rsqrt_reduced(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
     return _values_differ(got, want, str(t.dtype).removeprefix("torch."))
 
 
+def _unique_nans(g: Any, t: Any, targs: Any, call: Call, device: str) -> str:
+    """unique (no dim) keeps every NaN as a value of its own, sorted last; which NaN slot each
+    NaN input maps to in the inverse is the sort's order among ties (PyTorch's reverses it for
+    some sizes: 36 float16 values with 4 NaNs mapped them to slots 29, 28, 27, 26). The NaN
+    inputs must map to the NaN slots, each once; everything else exactly as PyTorch's."""
+    d = compare(g, t, device, meta_only=True)
+    if d or not (call.kwargs.get("return_inverse") and isinstance(t, tuple)):
+        return d or compare(g, t, device)
+    want_values = _np(t[0])
+    if want_values.dtype.kind not in "fc":
+        return compare(g, t, device)
+    inverse, want_inverse = _np(g[1]).copy(), _np(t[1]).copy()
+    at_nan = np.isin(want_inverse, np.flatnonzero(np.isnan(want_values)))
+    if sorted(inverse[at_nan].tolist()) != sorted(want_inverse[at_nan].tolist()):
+        return f"[1]: NaN inputs map to {inverse[at_nan]} vs torch {want_inverse[at_nan]}"
+    inverse[at_nan] = want_inverse[at_nan] = -1
+    return compare(g[0], t[0], device, path="[0]") or \
+        _values_differ(inverse, want_inverse, "int64") or \
+        (compare(g[2], t[2], device, path="[2]") if len(t) > 2 else "")
+
+
 CHECKERS = {"values_only": _values_only, "argsort": _sorted_by_index, "unordered": _unordered,
             "eigenpairs": _eigenpairs, "zero_divisor_cov": _zero_divisor_cov,
-            "gelu_at_inf": _gelu_at_inf, "rsqrt_reduced": _rsqrt_reduced}
+            "gelu_at_inf": _gelu_at_inf, "rsqrt_reduced": _rsqrt_reduced,
+            "unique_nans": _unique_nans}

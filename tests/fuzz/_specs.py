@@ -850,7 +850,8 @@ def _unique(d: Drawer, name: str) -> Call:
     kw = {"return_inverse": d.bool(), "return_counts": d.bool()}
     if d.chance(0.4):
         kw["dim"] = d.dim(x)
-    return Call(name, (x,), kw, form(d, name))
+    nan_slots = name == "unique" and "dim" not in kw
+    return Call(name, (x,), kw, form(d, name), "unique_nans" if nan_slots else "exact")
 
 
 @spec("nonzero")
