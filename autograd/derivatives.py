@@ -370,12 +370,9 @@ class Derivative:
         node._init(tuple(edges))
         node.derivative = self
         node.slots = slots
-        needed = tuple(needed)
-        saved_names = self._save_cache.get(needed)
-        if saved_names is None:
-            saved_names = self._saved_names(needed)
         save = self._save
-        node.saved = {name: save(name, values, outputs) for name in saved_names}
+        node.saved = {name: save(name, values, outputs)
+                      for name in self._saved_names(tuple(needed))}
         diff = self.output_differentiable
         if len(outputs) > 1:
             # Zero gradients are materialized only for outputs that can have one.

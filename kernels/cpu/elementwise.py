@@ -192,7 +192,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
     heavy = getattr(op.cost, "flops_per_element", 0) >= HEAVY_FLOPS
     parallel_from = HEAVY_PARALLEL_THRESHOLD if heavy else PARALLEL_THRESHOLD
 
-    def parallel(n: int) -> bool:
+    def goes_parallel(n: int) -> bool:
         """Whether n elements run in the prange kernel (on one thread it only costs more)."""
         return n >= PARALLEL_THRESHOLD or (n >= parallel_from and numba.get_num_threads() > 1)
 
@@ -271,11 +271,12 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                         (not params or params[0] == 1) and n < PARALLEL_THRESHOLD:
                     _quiet_ufunc(ufunc, arrays, o if o.ndim == 1 else o.reshape(-1))
                     return
+                par = goes_parallel(n)
                 if scalars:
                     fn = get(tuple(type(x) is not float and type(x) is not int
-                                   for x in inputs), 1, parallel(n), params)
-                elif fixed_at or parallel(n):
-                    fn = get(all_arrays, 1, parallel(n), params)
+                                   for x in inputs), 1, par, params)
+                elif par or fixed_at:
+                    fn = get(all_arrays, 1, par, params)
                 elif serial_flat:
                     fn = serial_flat[0]
                 else:
@@ -323,7 +324,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         if n == 0:
             return
         if flat:
-            fn = get(pattern, 1, parallel(n), params)
+            fn = get(pattern, 1, goes_parallel(n), params)
             args = [a.reshape(-1) if p else a for a, p in zip(operands, pattern, strict=True)]
             fn(target.reshape(-1), *args, *params)
         else:
@@ -343,7 +344,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                      for a, st in zip([target] + arrays, mstrides, strict=True)]
             it = iter(views[1:])
             args = [next(it) if p else a for a, p in zip(operands, pattern, strict=True)]
-            fn = get(pattern, len(mshape), parallel(n), params)
+            fn = get(pattern, len(mshape), goes_parallel(n), params)
             fn(views[0], *args, *params)
         if target is not o:
             with np.errstate(over="ignore"):   # float32 past float16's range is inf, silently
@@ -370,7 +371,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 return None
         pdt = _NUMBA_COMPUTE.get(compute, compute.np_dtype)
         converted = tuple(_scalar(p, pdt) for p in params)
-        fn = get(tuple(pattern), 1, parallel(out.numel()), converted)
+        fn = get(tuple(pattern), 1, goes_parallel(out.numel()), converted)
         args = (out._host.reshape(-1), *arrays, *converted)
         return lambda: fn(*args)
 
@@ -491,7 +492,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
             if st is None or (a._requires_grad and record is None):
                 return None
             x = a._np if a._np_buf is a._storage._buf else a._host
-            if heavy and parallel(x.size):
+            if heavy and goes_parallel(x.size):
                 return None  # run's parallel kernel
             fn = serial_flat[0] if serial_flat else None
             if fn is None:

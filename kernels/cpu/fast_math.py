@@ -212,7 +212,7 @@ def _scale(ni, t):
 @njit(inline="always", error_model="numpy")
 def exp_f32(x):
     prefer_wide_vectors()
-    n, ni, t = _exp_reduce(x)    # garbage where |x| >= 2^21: selected away below
+    _, ni, t = _exp_reduce(x)    # garbage where |x| >= 2^21: selected away below
     e = _scale(ni, t)
     e = _F(0.0) if x < _F(-104.0) else e
     e = _INF if x > _EXP_HI else e
@@ -222,14 +222,14 @@ def exp_f32(x):
 @njit(inline="always", error_model="numpy")
 def _exp_normal(x):
     """exp(x) for x in [-87, 88] (a normal result), NaN-free."""
-    n, ni, t = _exp_reduce(x)
+    _, ni, t = _exp_reduce(x)
     return (_F(1.0) + t) * _pow2(ni)
 
 
 @njit(inline="always", error_model="numpy")
 def expm1_f32(x):
     prefer_wide_vectors()
-    n, ni, t = _exp_reduce(min(max(x, _F(-25.0)), _EXP_HI))  # expm1(-25) rounds to -1
+    n, _, t = _exp_reduce(min(max(x, _F(-25.0)), _EXP_HI))  # expm1(-25) rounds to -1
     s = _pow2f(min(n, _F(127.0)))
     e = fmuladd(s, t, s - _F(1.0))     # 2^n - 1 is exact for -24 <= n <= 24
     e = e + e if n > _F(127.0) else e
@@ -257,7 +257,7 @@ def sigmoid_f32(x):
     quotient; 2^-n reaches 2^-128 (two factors: subnormal results round once). PyTorch's
     float32 sigmoid is 0 below -88.72, where its exp(-x) overflows."""
     prefer_wide_vectors()
-    n, ni, t = _exp_reduce(min(max(-x, _F(-30.0)), _EXP_HI))   # sigmoid(30) rounds to 1
+    n, _, t = _exp_reduce(min(max(-x, _F(-30.0)), _EXP_HI))   # sigmoid(30) rounds to 1
     inv = _pow2f(-min(n, _F(126.0))) * _pow2f(_F(126.0) - max(n, _F(126.0)))
     pos = n > _F(0.0)
     d = (t + (inv if pos else _F(0.0))) + (_F(1.0) if pos else inv + _F(1.0))
