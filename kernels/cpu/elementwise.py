@@ -13,12 +13,12 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._device import CPU as _CPU_DEVICE
 from gputensor._tensor import _STRIDES_CACHE, Tensor, contiguous_strides
+from gputensor._threads import granted_threads
 from gputensor.kernels.allocation import wrap_cpu
 from gputensor.kernels.layout import broadcast_strides, is_dense, merge_dims
 from gputensor.kernels.registry import CPU, OpDef
@@ -194,7 +194,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
 
     def goes_parallel(n: int) -> bool:
         """Whether n elements run in the prange kernel (on one thread it only costs more)."""
-        return n >= PARALLEL_THRESHOLD or (n >= parallel_from and numba.get_num_threads() > 1)
+        return n >= PARALLEL_THRESHOLD or (n >= parallel_from and granted_threads() > 1)
 
     def get(pattern: tuple[bool, ...], ndim: int, parallel: bool, params: tuple = ()
             ) -> Callable:
@@ -493,11 +493,12 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 return None
             x = a._np if a._np_buf is a._storage._buf else a._host
             if heavy and goes_parallel(x.size):
-                return None  # run's parallel kernel
-            fn = serial_flat[0] if serial_flat else None
-            if fn is None:
-                fn = get(all_arrays, 1, False)
-                serial_flat.append(fn)
+                fn = get(all_arrays, 1, True)   # the prange kernel, without the frontend
+            else:
+                fn = serial_flat[0] if serial_flat else None
+                if fn is None:
+                    fn = get(all_arrays, 1, False)
+                    serial_flat.append(fn)
             dt, shape = a._dtype, a._shape
             o = np.empty(shape, dt.np_dtype)
             fn(o if len(shape) == 1 else o.reshape(-1), x if len(shape) == 1 else x.reshape(-1))

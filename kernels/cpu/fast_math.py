@@ -6,13 +6,15 @@ computed and a select picks one per element; 2^n is built from its bits and poly
 evaluated with ``fmuladd`` (one FMA instruction where the CPU has them). Accuracy against
 float64 references (tests/kernels/test_fast_math.py measures it), special values and
 subnormal inputs and results as PyTorch's:
-- ``exp_f32``/``expm1_f32``: x = n ln2 + r, |r| <= ln2/2, expm1(r) = r + r^2 Q(r); exp is
-  2^n (1 + expm1(r)) with 2^n applied as two normal factors (n reaches -150 and 128), expm1
-  2^n expm1(r) + (2^n - 1) (exact for the n where it matters); within 1 ulp;
+- ``exp_f32``/``expm1_f32``: x = n ln2 + r, |r| <= ln2/2; exp is 2^n P(r) with P a degree-6
+  polynomial (x clamped to [-104, 89] first, where the result is already 0 or inf), 2^n one
+  VSCALEFPS on AVX-512 CPUs, else two normal factors (n reaches -150 and 128): within 0.85
+  ulp; expm1(r) = r + r^2 Q(r) and expm1 is 2^n expm1(r) + (2^n - 1) (exact for the n where
+  it matters): within 1 ulp;
 - ``log_f32``/``log1p_f32``/``log2_f32``/``log10_f32``: u = 2^k (1 + f) with f in
   [sqrt(1/2) - 1, sqrt 2 - 1), log1p(f) = f - f^2/2 + f^3 P(f); log1p adds the rounding
   error c of 1 + x as c / u; log2/log10 scale the pieces in float64; within 1 ulp;
-- ``tanh_f32``: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above;
+- ``tanh_f32``: an odd polynomial below 0.625, 1 - 2 / (exp(2|x|) + 1) above: within 1.35 ulp;
 - ``sigmoid_f32``: 1 / (1 + e^-x) with e^-x = 2^n (1 + t) kept unrounded inside the sum
   (0 below -88.72, where PyTorch's exp(-x) overflows float32); within 1.5 ulp;
 - ``erf_f32``: x + x q(x^2) below 0.625, 1 - exp(P(|x|)) above, P fitted to log erfc;
@@ -136,11 +138,16 @@ def _horner_unrolled(x, c):
 # expm1(r) = r + r^2 Q(r) on |r| <= ln2/2
 _EXPM1_Q = _coefs(1.9762525334954262e-4, 1.393232960253954e-3, 8.333545178174973e-3,
                   4.166649281978607e-2, 0.1666666567325592, 0.5)
+# exp(r) = 1 + r + r^2 (c2 + c3 r + ... + c6 r^4) on |r| <= ln2/2, within 0.03 ulp
+_EXP_P = _coefs(0.0013820661697536707, 0.008368674665689468, 0.04166826605796814,
+                0.1666652113199234, 0.4999999403953552, 1.0, 1.0)
 # log1p(f) = f - f^2/2 + f^3 P(f) on [sqrt(1/2) - 1, sqrt 2 - 1]
 _LOG1P_P = _coefs(-7.645149528980255e-2, 0.12778355181217194, -0.13164228200912476,
                   0.1419983208179474, -0.16622774302959442, 0.20001284778118134,
                   -0.25000837445259094, 0.3333333134651184)
 # erf(x) = x + x q(x^2) for |x| < 0.625; log erfc(a) on [0.625, 3.93]
+_TANH_SMALL = _coefs(-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2,
+                     1.33314422036e-1, -3.33332819422e-1, 1.0)   # tanh(x) / x, |x| < 0.625
 _ERF_MID = _coefs(4.435705952346325e-3, -2.659551613032818e-2, 0.11279930174350739,
                   -0.37612444162368774, 0.12837915122509003)
 _LOG_ERFC = _coefs(2.212109393440187e-4, -3.276440780609846e-3, 2.309829369187355e-2,
@@ -170,6 +177,7 @@ _ROUNDER = _F(12582912.0)       # 1.5 2^23: x + it rounds x to an integer, kept 
 _ROUNDER_BITS = np.int32(0x4B400000)
 _SQRT_HALF_BITS = np.int32(0x3F3504F3)
 _MANTISSA = np.int32(0x007FFFFF)
+_MAX_BITS = np.int32(0x7F7FFFFF)   # the largest finite float32's bits
 _MIN_NORMAL = _F(1.17549435e-38)
 _INF = _F(np.inf)
 _NAN = _F(np.nan)
@@ -199,31 +207,42 @@ def _exp_reduce(x):
 
 
 @njit(inline="always", error_model="numpy")
-def _scale(ni, t):
-    """2^ni (1 + t) for an integer ni in [-151, 128], rounded once (a subnormal result too):
-    one VSCALEFPS where ``SCALEF``, else 2^ni = 2^h 2^(ni-h), h = ni // 2, two normal
-    factors."""
+def _scale(ni, m):
+    """2^ni m for an integer ni in [-151, 128] and m in [0.7, 1.5], rounded once (a subnormal
+    result too): one VSCALEFPS where ``SCALEF``, else 2^ni = 2^h 2^(ni-h), h = ni // 2, two
+    normal factors."""
     if SCALEF:
-        return ldexp(_F(1.0) + t, ni)
+        return ldexp(m, ni)
     h = ni >> np.int32(1)
-    return (_F(1.0) + t) * _pow2(h) * _pow2(ni - h)
+    return m * _pow2(h) * _pow2(ni - h)
+
+
+@njit(inline="always", error_model="numpy")
+def _exp_core(x):
+    """exp(x) for a non-NaN x (infinities included): x clamped to [-104, 89], where the result
+    is already 0 or inf, then 2^n exp(r) with exp(r) one polynomial; the scaling rounds once,
+    so subnormal results are exact to half an ulp and 2^128 overflows to inf. No NaN rule."""
+    c = min(max(x, _F(-104.0)), _F(89.0))
+    k = fmuladd(c, _LOG2E, _ROUNDER)
+    n = k - _ROUNDER
+    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, c))
+    return _scale(bits_from_float(k) - _ROUNDER_BITS, _horner(r, _EXP_P))
 
 
 @njit(inline="always", error_model="numpy")
 def exp_f32(x):
     prefer_wide_vectors()
-    _, ni, t = _exp_reduce(x)    # garbage where |x| >= 2^21: selected away below
-    e = _scale(ni, t)
-    e = _F(0.0) if x < _F(-104.0) else e
-    e = _INF if x > _EXP_HI else e
+    e = _exp_core(x)
     return x if x != x else e
 
 
 @njit(inline="always", error_model="numpy")
 def _exp_normal(x):
     """exp(x) for x in [-87, 88] (a normal result), NaN-free."""
-    _, ni, t = _exp_reduce(x)
-    return (_F(1.0) + t) * _pow2(ni)
+    k = fmuladd(x, _LOG2E, _ROUNDER)
+    n = k - _ROUNDER
+    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, x))
+    return _horner(r, _EXP_P) * _pow2(bits_from_float(k) - _ROUNDER_BITS)
 
 
 @njit(inline="always", error_model="numpy")
@@ -241,13 +260,11 @@ def expm1_f32(x):
 def tanh_f32(x):
     prefer_wide_vectors()
     a = abs(x)
-    z = x * x
-    small = x * (((((_F(-5.70498872745e-3) * z + _F(2.06390887954e-2)) * z
-                    + _F(-5.37397155531e-2)) * z + _F(1.33314422036e-1)) * z
-                  + _F(-3.33332819422e-1)) * z + _F(1.0))  # x * (...): tanh(-0) is -0
-    big = _F(1.0) - _F(2.0) / (exp_f32(a + a) + _F(1.0))
+    small = x * _horner(x * x, _TANH_SMALL)   # x * (...): tanh(-0) is -0
+    big = _F(1.0) - _F(2.0) / (_exp_core(a + a) + _F(1.0))
     big = -big if x < 0 else big
-    return small if a < _F(0.625) else big
+    t = small if a < _F(0.625) else big
+    return x if x != x else t
 
 
 @njit(inline="always", error_model="numpy")
@@ -338,7 +355,8 @@ def _ln_join(k, f, y):
 def _log_valid(x, r):
     """r for a positive finite x; -inf at 0, NaN below, x itself at +inf and NaN."""
     special = -_INF if x == _F(0.0) else (_NAN if x < _F(0.0) else x)
-    return r if (x > _F(0.0)) & (x < _INF) else special
+    below = bits_from_float(x) - np.int32(1)   # in [0, bits(max) - 1] iff 0 < x < inf:
+    return r if (below >= np.int32(0)) & (below < _MAX_BITS) else special  # one compare
 
 
 @njit(inline="always", error_model="numpy")
@@ -399,7 +417,7 @@ def softplus_f32(z):
     """log1p(e^z) = max(z, 0) + log1p(w), w = e^-|z|; 1 + w is split into its rounded value
     and (Fast2Sum, 1 >= w) its exact error."""
     prefer_wide_vectors()
-    w = exp_f32(-abs(z))
+    w = _exp_core(-abs(z))
     u = _F(1.0) + w
     lp = _log_with_error(u, (_F(1.0) - u) + w)
     return max(z, _F(0.0)) + lp if z == z else z

@@ -6,9 +6,9 @@ writes exponents through the float's bits and evaluates polynomials with fused m
 Coefficients are near-minimax fits made with mpmath.chebyfit (fit error below 2^-60), except
 Cephes' rational tanh and erfc. Errors measured by tests/kernels/test_fast_math64.py against
 80-bit/mpmath references:
-- ``exp_f64``: 2^n (1 + r + r^2 g(r)), |r| <= ln2/2 by a Cody-Waite split of n ln2, r's and
-  1 + r's rounding errors carried to one final rounding, 2^n applied as two normal factors
-  (subnormal results rounded once): within 0.8 ulp;
+- ``exp_f64``: 2^n (1 + r + r^2 g(r)), |r| <= ln2/2 by a Cody-Waite split of n ln2 in fused
+  multiply-adds, the polynomial by Horner's rule, 2^n one VSCALEFPD on AVX-512 CPUs, else two
+  normal factors (subnormal results rounded once): within 0.85 ulp;
 - ``log_f64``/``log1p_f64``: fdlibm's scheme, x = 2^k (1 + f) with 1 + f in [sqrt 1/2, sqrt 2),
   log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)), s = f / (2 + f); log1p adds the rounding error
   of 1 + x back as c / (1 + x): within 0.85 ulp;
@@ -16,7 +16,8 @@ Cephes' rational tanh and erfc. Errors measured by tests/kernels/test_fast_math6
   both: within 1.4 ulp;
 - ``sigmoid_f64``: e / (1 + e) or 1 / (1 + e), e = exp(-|x|), and PyTorch's 0 below -709.78
   (where its 1 / (1 + exp(-x)) overflows): within 2.2 ulp (three roundings);
-- ``erf_f64``: x + x q(x^2) below 1, 1 - erfc above with Cephes' erfc rational: within 1 ulp;
+- ``erf_f64``: x + x q(x^2) below 1, 1 - erfc above with Cephes' erfc rational for [1, 8)
+  (erf rounds to +-1 from 5.93): within 1 ulp;
 - ``gelu_f64``/``gelu_grad_f64``: x Phi(x) and Phi(x) + x phi(x), 1 + erf as erfc in the left
   tail, exp(-x^2 / 2) from x itself (no rounded x^2, whose error exp would magnify): within
   2 ulp for x >= 0, a few ulp left of it (PyTorch's float64 gelu loses every digit below -8);
@@ -28,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fast_math import _horner, bits_from_float, float_from_bits, fmuladd
+from .fast_math import SCALEF, _horner, bits_from_float, float_from_bits, fmuladd, ldexp
 from .vector_width import prefer_wide_vectors
 
 _ONE = 1.0  # typed float64 constant for float_from_bits
@@ -48,6 +49,7 @@ _EXP_G = (2.0914686968086876e-09, 2.5105217004720745e-08, 2.75572736431103e-07,
           2.7557255400206422e-06, 2.4801587325547743e-05, 0.00019841269874820627,
           0.0013888888888883748, 0.008333333333326136, 0.04166666666666667, 0.1666666666666667,
           0.5)
+_EXP_P = _EXP_G + (1.0, 1.0)   # 1 + r + r^2 g(r)
 # 2 atanh(s) = 2 s + 2 s z w(z), z = s^2 <= (3 - 2 sqrt 2)^2
 _LOG_W = (0.07308903576708663, 0.07665805861027504, 0.09091446216268435, 0.11111105544689748,
           0.14285714313126918, 0.19999999999949444, 0.3333333333333335)
@@ -80,19 +82,16 @@ def _pow2(p, n):
 
 @njit(inline="always", error_model="numpy")
 def _exp_scaled(x, k):
-    """exp(x) 2^k for finite x, k a whole float64 in [-64, 64]."""
+    """exp(x) 2^k for finite x, k a whole float64 in [-64, 64]: 2^(n+k) P(r) with P(r) =
+    1 + r + r^2 g(r) by Horner's rule in fused multiply-adds, the scaling one VSCALEFPD where
+    ``SCALEF`` (else two normal factors), one rounding for subnormal results."""
     xc = min(max(x, -750.0), 710.0)  # exp is 0 / inf beyond; keeps n in _pow2's range
     n = np.rint(xc * _LOG2E)
-    r_hi = xc - n * _LN2_HI  # exact
-    r = r_hi - n * _LN2_LO
-    r_err = (r_hi - r) - n * _LN2_LO  # r's rounding error (Fast2Sum)
-    g = _horner(r, _EXP_G)
-    # 1 + r + r^2 g(r) with 1 + r as an exact sum and error (Fast2Sum), and r's own rounding
-    # error carried: one rounding at the end, not three (within 0.6 ulp, not 0.93).
-    s = 1.0 + r
-    err = (1.0 - s) + r
-    tail = r * r * g + r_err * s
-    return _pow2(s + (err + tail), n + k)
+    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, xc))
+    p = _horner(r, _EXP_P)
+    if SCALEF:
+        return ldexp(p, np.int32(n + k))
+    return _pow2(p, n + k)
 
 
 @njit(inline="always", error_model="numpy")
@@ -194,7 +193,7 @@ def _erfc_ratio(a):
 def erf_f64(x):
     prefer_wide_vectors()
     a = min(max(abs(x), 1.0), 6.0)  # erf rounds to +-1 beyond 5.93
-    tail = 1.0 - exp_f64(-(a * a)) * _erfc_ratio(a)
+    tail = 1.0 - exp_f64(-(a * a)) * (_horner(a, _ERFC_P) / _horner(a, _ERFC_Q))  # a < 8
     e = fmuladd(x, _erf_q(x * x), x) if abs(x) < 1.0 else (-tail if x < 0 else tail)
     return x if x != x else e
 

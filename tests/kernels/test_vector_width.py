@@ -89,6 +89,8 @@ _HASWELL = "+avx,+avx2,+fma,+f16c,+sse,+sse2,+sse3,+ssse3,+sse4.1,+sse4.2,+popcn
 _EDGES = ("[float('nan'), float('inf'), -float('inf'), 0.0, -0.0, 1e-30, -1e-30, 1.0, 88.72,"
           " 88.73, 88.5, 88.0, -87.3, -88.0, -95.0, -100.0, -103.9, -104.0, -104.1, -150.0,"
           " 1e7, -1e7, 3e38, -3e38, 20.5, -20.5, 0.3465736, -0.3465736]")
+_EDGES64 = ("[709.78, 709.79, -708.3, -708.5, -744.4, -745.1, -745.2, -800.0, 1e300, 0.34657,"
+            " -0.34657, 36.0, -36.0, -38.0]")
 _SCALE_PROGRAM = f"""
 import numpy as np, gputensor as gt
 from gputensor.kernels.cpu import fast_math
@@ -97,12 +99,20 @@ x = gt.cat([x, gt.linspace(-110, 95, 4099)])
 print(fast_math.SCALEF)
 for name in ("exp", "expm1", "sigmoid", "erf", "tanh"):
     print(getattr(gt, name)(x).numpy().view(np.uint32).tobytes().hex())
+x = gt.cat([x.double(), gt.tensor({_EDGES64}, dtype=gt.float64), gt.linspace(-750, 712, 4099,
+           dtype=gt.float64)])
+for name in ("exp", "sigmoid", "erf", "tanh", "nn.functional.gelu"):
+    fn = gt
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    print(fn(x).numpy().view(np.uint64).tobytes().hex())
 """
 
 
 def test_exp_scaling_without_avx512_gives_the_same_bits(tmp_path) -> None:  # noqa: ANN001
-    """exp's 2^n is one VSCALEFPS on AVX-512 CPUs and two normal factors elsewhere (LLVM's
-    ldexp would call libm per element there): both round once, so the bits are the same.
+    """exp's 2^n (float32 and float64) is one VSCALEFPS/PD on AVX-512 CPUs and two normal
+    factors elsewhere (LLVM's ldexp would call libm per element there): both round once, so
+    the bits are the same.
     A Haswell target in a fresh process takes the other path from this host's."""
     here = subprocess.run([sys.executable, "-c", _SCALE_PROGRAM], capture_output=True,
                           text=True, timeout=600, check=True).stdout.split()
