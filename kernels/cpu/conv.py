@@ -35,7 +35,7 @@ from gputensor import _dtype as D
 from gputensor._tensor import Tensor
 from gputensor.kernels.registry import CPU
 
-from . import conv_small
+from . import conv_small, conv_taps
 
 # Column-matrix elements per batch chunk: large enough that each GEMM keeps both cores busy,
 # small enough that the columns are still in cache when the GEMM reads them.
@@ -283,8 +283,10 @@ def conv2d(out: Tensor, input: Tensor, weight: Tensor, bias: Tensor | None, stri
     w3 = w.reshape(groups, geo.cog, geo.k_group)
     direct = o.flags.c_contiguous and o.dtype == w3.dtype   # products land in NCHW directly
     res = o if direct else np.empty(o.shape, w3.dtype)
-    if conv_small.applies(geo):
-        conv_small.forward(geo, x, w, b, res)
+    channels_last = conv_small if conv_small.applies(geo) else \
+        conv_taps if conv_taps.applies(geo) else None
+    if channels_last is not None:
+        channels_last.forward(geo, x, w, b, res)
         if not direct:
             o[...] = res
         return
@@ -313,9 +315,13 @@ def conv2d_input_backward(grad_input: Tensor, grad_output: Tensor, weight: Tenso
     dtype = np.result_type(g.dtype, wt.dtype)
     direct = gi.flags.c_contiguous and gi.dtype == dtype
     gx = gi if direct else np.empty(gi.shape, dtype)
-    adjoint = geo.adjoint() if conv_small.applies(geo) else None
-    if adjoint is not None and conv_small.applies(adjoint):
-        conv_small.forward(adjoint, g, conv_small.flipped(w), None, gx)
+    # unit stride: the forward convolution of grad_output with the flipped weights
+    adjoint = geo.adjoint() if geo.groups == 1 else None
+    path = None if adjoint is None else \
+        conv_small if conv_small.applies(geo) and conv_small.applies(adjoint) else \
+        conv_taps if conv_taps.applies(adjoint) else None
+    if path is not None:
+        path.forward(adjoint, g, conv_small.flipped(w), None, gx)
         if not direct:
             gi[...] = gx
         return

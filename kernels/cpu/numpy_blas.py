@@ -28,7 +28,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["available", "gemm"]
+__all__ = ["available", "gemm", "gemm_beta"]
 
 # CBLAS enums (cblas.h): row-major storage, op(X) = X or X^T.
 ROW_MAJOR, NO_TRANS, TRANS = 101, 111, 112
@@ -64,24 +64,24 @@ def available() -> bool:
     return False
 
 
-@intrinsic
-def gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
-    """c (m x n, row-major, leading dim ldc) = op(a) @ op(b), by NumPy's BLAS: the s or d
-    routine by c's dtype (a, b and c share it), alpha 1, beta 0. Only for kernels run after
-    ``available()`` returned True."""
-    if not all(isinstance(x, types.Array) for x in (a, b, c)):
-        return None
-    dtype = c.dtype
-    if dtype not in (types.float32, types.float64) or a.dtype != dtype or b.dtype != dtype:
-        return None
+def _gemm_typing(a, b, c) -> bool:
+    """Whether a, b and c are arrays of one float dtype NumPy's BLAS has a gemm for."""
+    return all(isinstance(x, types.Array) for x in (a, b, c)) and \
+        c.dtype in (types.float32, types.float64) and a.dtype == c.dtype == b.dtype
+
+
+def _gemm_codegen(dtype, with_beta: bool):
+    """The call of NumPy's s/dgemm for ``gemm`` (beta 0) or ``gemm_beta`` (beta an argument)."""
     symbol = _SYMBOL.format("s" if dtype == types.float32 else "d")
 
     def codegen(context, builder, signature, args):
         i32, i64 = llvm_ir.IntType(32), llvm_ir.IntType(64)
         real = context.get_value_type(dtype)
         ptr = llvm_ir.IntType(8).as_pointer()
-        ta, tb, mm, nn, kk, aa, la, bb, lb, cc, lc = args
+        ta, tb, mm, nn, kk, aa, la, bb, lb, cc, lc = args[:11]
         tys = signature.args
+        beta = context.cast(builder, args[11], tys[11], dtype) if with_beta else \
+            llvm_ir.Constant(real, 0.0)
 
         def int_arg(val, ty, width):
             return context.cast(builder, val, ty, types.int32 if width == 32 else types.int64)
@@ -96,8 +96,29 @@ def gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
             llvm_ir.Constant(i32, ROW_MAJOR), int_arg(ta, tys[0], 32), int_arg(tb, tys[1], 32),
             int_arg(mm, tys[2], 64), int_arg(nn, tys[3], 64), int_arg(kk, tys[4], 64),
             llvm_ir.Constant(real, 1.0), data(aa, tys[5]), int_arg(la, tys[6], 64),
-            data(bb, tys[7]), int_arg(lb, tys[8], 64), llvm_ir.Constant(real, 0.0),
+            data(bb, tys[7]), int_arg(lb, tys[8], 64), beta,
             data(cc, tys[9]), int_arg(lc, tys[10], 64)])
         return context.get_dummy_value()
 
-    return types.none(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc), codegen
+    return codegen
+
+
+@intrinsic
+def gemm(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc):
+    """c (m x n, row-major, leading dim ldc) = op(a) @ op(b), by NumPy's BLAS: the s or d
+    routine by c's dtype (a, b and c share it), alpha 1, beta 0. Only for kernels run after
+    ``available()`` returned True."""
+    if not _gemm_typing(a, b, c):
+        return None
+    return (types.none(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc),
+            _gemm_codegen(c.dtype, False))
+
+
+@intrinsic
+def gemm_beta(typingctx, trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, beta):
+    """c = op(a) @ op(b) + beta c: ``gemm`` with BLAS's beta (1 accumulates into c; 0 ignores
+    what c held)."""
+    if not _gemm_typing(a, b, c) or not isinstance(beta, types.Number):
+        return None
+    return (types.none(trans_a, trans_b, m, n, k, a, lda, b, ldb, c, ldc, beta),
+            _gemm_codegen(c.dtype, True))

@@ -164,6 +164,59 @@ def test_conv2d_small_planes_channels_last(monkeypatch, chunked, kw, shape, w_sh
     _check_float64_conv2d(kw, shape, w_shape)
 
 
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.parametrize("kw,shape,w_shape", [
+    ({"padding": 1}, (3, 16, 12, 11), (16, 16, 3, 3)),
+    ({"padding": 2, "dilation": 2}, (2, 16, 20, 19), (20, 16, 3, 3)),
+    ({}, (2, 16, 12, 12), (24, 16, 3, 3)),                  # no padding
+    ({"padding": (1, 0)}, (2, 18, 14, 13), (16, 18, 2, 3)),  # even kernel height
+    ({"padding": (0, 2)}, (2, 16, 1, 40), (16, 16, 1, 5)),   # conv1d's unit height
+])
+def test_conv2d_tap_products(monkeypatch, chunked, kw, shape, w_shape):
+    """Unit-stride convolutions of 16+ channels over larger planes run one BLAS product per
+    tap over the bordered channels-last input (forward, and the input gradient as the
+    adjoint convolution): values and all three gradients as PyTorch's, whole-batch and with
+    one sample per chunk and a few rows per block."""
+    from gputensor.kernels.cpu import conv as cpu_conv
+    from gputensor.kernels.cpu import conv_taps, numpy_blas
+
+    if not numpy_blas.available():
+        pytest.skip("NumPy's BLAS has no CBLAS gemm entry points here")
+
+    def two(v):
+        return (v, v) if isinstance(v, int) else tuple(v)
+    geometry = [two(kw.get(k, d)) for k, d in (("stride", 1), ("padding", 0), ("dilation", 1))]
+    out_hw = TF.conv2d(torch.zeros(shape), torch.zeros(w_shape), **kw).shape[2:]
+    geo = cpu_conv._Geometry(shape, w_shape, tuple(out_hw), *geometry, 1)
+    assert conv_taps.applies(geo) and conv_taps.applies(geo.adjoint())
+    if chunked:
+        monkeypatch.setattr(conv_taps, "ELEMENTS_PER_CHUNK", 1)
+        monkeypatch.setattr(conv_taps, "ROW_BLOCK", 37)
+    _check_float64_conv2d(kw, shape, w_shape)
+    x, tx = _pair(shape, "cpu")                               # and in float32
+    w, tw = _pair(w_shape, "cpu", seed=2)
+    out, t_out = conv2d(x, w, **kw), TF.conv2d(tx, tw, **kw)
+    assert_close(out, t_out.detach(), atol=1e-5, rtol=1e-5)
+    out.sum().backward()
+    t_out.sum().backward()
+    assert_close(x.grad, tx.grad, atol=1e-4, rtol=1e-5)
+
+
+def test_conv2d_tap_products_not_taken_where_they_lose():
+    """Few channels, a stride, groups, or a border that would be mostly computed and dropped
+    keep the columns."""
+    from gputensor.kernels.cpu import conv as cpu_conv
+    from gputensor.kernels.cpu import conv_taps
+
+    def geo(shape, w_shape, out_hw, stride=(1, 1), padding=(1, 1), groups=1):
+        return cpu_conv._Geometry(shape, w_shape, out_hw, stride, padding, (1, 1), groups)
+    assert not conv_taps.applies(geo((2, 1, 28, 28), (16, 1, 3, 3), (28, 28)))     # C = 1
+    assert not conv_taps.applies(geo((2, 16, 28, 28), (1, 16, 3, 3), (28, 28)))    # C_out = 1
+    assert not conv_taps.applies(geo((2, 16, 28, 28), (16, 16, 3, 3), (14, 14), (2, 2)))
+    assert not conv_taps.applies(geo((2, 32, 28, 28), (32, 16, 3, 3), (28, 28), groups=2))
+    assert not conv_taps.applies(geo((2, 16, 6, 6), (16, 16, 3, 3), (6, 6)))       # 64 / 36
+
+
 def test_conv2d_is_gt_namespace_op():
     assert gt.conv2d is conv2d and gt.conv1d is conv1d and gt.conv_transpose2d is \
         conv_transpose2d
