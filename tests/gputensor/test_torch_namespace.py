@@ -78,6 +78,25 @@ def test_num_threads_reach_the_cpu_kernels() -> None:
         gt.set_num_threads(before)
 
 
+@pytest.mark.parametrize("preset", [None, "12345"])
+def test_openmp_spin_count_is_short_unless_the_user_set_one(preset) -> None:
+    """Numba's OpenMP workers spin ~0.2 ms, not libgomp's ~17 ms, after a parallel loop (so
+    they do not hold the cores BLAS's workers need); the variable is in place before the
+    first parallel kernel loads libgomp, and a value the user set wins."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    if preset is not None:
+        env["GOMP_SPINCOUNT"] = preset
+    program = ("import os, gputensor, numba.np.ufunc.parallel as p\n"
+               "print(os.environ['GOMP_SPINCOUNT'], p._is_initialized)")
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, timeout=300, check=True).stdout.split()
+    assert out == [preset or gt._threads.SPIN_COUNT, "False"]
+
+
 def test_interop_threads_are_set_once_before_use(monkeypatch) -> None:
     from gputensor import _threads
 
