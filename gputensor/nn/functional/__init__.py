@@ -4,6 +4,8 @@ Each family lives in a private submodule that lists its functions in ``__all__``
 family is a new file plus one star-import line here.
 """
 
+from gputensor.nn import grad as grad  # torch.nn.functional.grad is torch.nn.grad (not in __all__)
+
 from ._activation import *  # noqa: F403
 from ._attention import *  # noqa: F403
 from ._conv import *  # noqa: F403
@@ -28,4 +30,4 @@ from ._sparse import *  # noqa: F403
 from ._tbc_shuffle import *  # noqa: F403
 from ._vision import *  # noqa: F403
 
-__all__ = sorted(name for name in dir() if not name.startswith("_"))
+__all__ = sorted(name for name in dir() if not name.startswith("_") and name != "grad")
