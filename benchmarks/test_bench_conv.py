@@ -3,7 +3,10 @@ forward + backward (input and weight gradients) for the shapes that matter in pr
 
 - the demo CNN's two convs on 8x8 digits (batch 64) and on 28x28 MNIST-sized images,
 - a ResNet-style 3x3 conv (16x64x32x32, 64 filters, pad 1), a 1x1 conv, a strided 3x3 conv,
-- conv1d (16x64x256, 64 filters of width 5, pad 2).
+- conv1d (16x64x256, 64 filters of width 5, pad 2),
+- a training step of a small residual-style block on those 16x64x32x32 activations (two 3x3
+  convs, batch norm, ReLU, average pool, a linear head, SGD with momentum), where convolution
+  products and the elementwise kernels between them alternate.
 
 Each shape's two libraries share one pytest-benchmark group; NumPy has no convolution and is
 skipped. No timing is asserted.
@@ -70,3 +73,28 @@ def test_conv_forward_backward(benchmark: Any, lib: Lib, data: Data, name: str) 
         conv(x, w, **kw).backward(grad)
     # the input and the weight gradient each cost as much as the forward pass
     run(benchmark, lib, f"conv {name}: forward + backward", step, flops=3 * _flops(name))
+
+
+def _block(nn: Any) -> Any:
+    return nn.Sequential(nn.Conv2d(64, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+                         nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(64, 10))
+
+
+def test_conv_block_training_step(benchmark: Any, lib: Lib, data: Data) -> None:
+    if lib.name == "numpy":
+        pytest.skip("NumPy has no convolution")
+    xp = lib.xp
+    xp.manual_seed(0)
+    model = _block(xp.nn)
+    opt = xp.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = lib.wrap(data.get("block x", (16, 64, 32, 32)))
+    y = lib.wrap((data.get("block y", (16,)) * 6).astype(np.int64))
+
+    def step() -> None:
+        opt.zero_grad()
+        xp.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    flops = 3 * 2 * _flops("ResNet 16x64x32x32, 64 3x3, pad 1")
+    run(benchmark, lib, "conv block 16x64x32x32 training step (2 convs, BN, ReLU, SGD)", step,
+        flops=flops)

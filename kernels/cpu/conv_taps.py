@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit, prange
+from numba import njit
 
 from . import numpy_blas
 from .numpy_blas import NO_TRANS, gemm_beta
@@ -61,12 +61,12 @@ def _tap_products(xp, wt, out, offsets, block):  # noqa: ANN001, ANN202
                       c_out, out[r0:], c_out, 0.0 if t == 0 else 1.0)
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _to_bordered(x, xp, hp, wp, ph, pw):  # noqa: ANN001, ANN202
     # xp[((n * hp) + ph + y) * wp + pw + col, c] = x[n, c, y, col]: NCHW rows of W pixels
     # become W rows of C channels, one (n, y) row of the input per task
     nb, c_in, h, w = x.shape
-    for task in prange(nb * h):
+    for task in range(nb * h):
         n, y = task // h, task % h
         base = (n * hp + ph + y) * wp + pw
         for c in range(c_in):
@@ -75,11 +75,11 @@ def _to_bordered(x, xp, hp, wp, ph, pw):  # noqa: ANN001, ANN202
                 xp[base + col, c] = src[col]
 
 
-@njit(cache=True, error_model="numpy", parallel=True)
+@njit(cache=True, error_model="numpy")
 def _from_bordered(prod, res, hp, wp, bias, has_bias):  # noqa: ANN001, ANN202
     # res[n, k, y, col] = prod[(n * hp + y) * wp + col, k] (+ bias[k]): the kept positions
     nb, c_out, ho, wo = res.shape
-    for task in prange(nb * ho):
+    for task in range(nb * ho):
         n, y = task // ho, task % ho
         base = (n * hp + y) * wp
         for k in range(c_out):
