@@ -61,34 +61,6 @@ def _tap_products(xp, wt, out, offsets, block):  # noqa: ANN001, ANN202
                       c_out, out[r0:], c_out, 0.0 if t == 0 else 1.0)
 
 
-@njit(cache=True, error_model="numpy")
-def _to_bordered(x, xp, hp, wp, ph, pw):  # noqa: ANN001, ANN202
-    # xp[((n * hp) + ph + y) * wp + pw + col, c] = x[n, c, y, col]: NCHW rows of W pixels
-    # become W rows of C channels, one (n, y) row of the input per task
-    nb, c_in, h, w = x.shape
-    for task in range(nb * h):
-        n, y = task // h, task % h
-        base = (n * hp + ph + y) * wp + pw
-        for c in range(c_in):
-            src = x[n, c, y]
-            for col in range(w):
-                xp[base + col, c] = src[col]
-
-
-@njit(cache=True, error_model="numpy")
-def _from_bordered(prod, res, hp, wp, bias, has_bias):  # noqa: ANN001, ANN202
-    # res[n, k, y, col] = prod[(n * hp + y) * wp + col, k] (+ bias[k]): the kept positions
-    nb, c_out, ho, wo = res.shape
-    for task in range(nb * ho):
-        n, y = task // ho, task % ho
-        base = (n * hp + y) * wp
-        for k in range(c_out):
-            dst = res[n, k, y]
-            b = bias[k] if has_bias else prod.dtype.type(0)
-            for col in range(wo):
-                dst[col] = prod[base + col, k] + b
-
-
 def _offsets(geo: Any) -> np.ndarray:
     (dh, dw) = geo.dilation
     return np.array([i * dh * geo.wp + j * dw for i in range(geo.kh) for j in range(geo.kw)],
@@ -97,7 +69,7 @@ def _offsets(geo: Any) -> np.ndarray:
 
 def forward(geo: Any, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
             res: np.ndarray) -> None:
-    """res (N, C_out, Ho, Wo) = conv(x, w) + b for contiguous x and res (any-strided w)."""
+    """res (N, C_out, Ho, Wo) = conv(x, w) + b for a contiguous x (any-strided w)."""
     wt = np.ascontiguousarray(w.transpose(2, 3, 1, 0), dtype=x.dtype).reshape(
         geo.kh * geo.kw, geo.c, geo.c_out)
     offsets = _offsets(geo)
@@ -105,14 +77,20 @@ def forward(geo: Any, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
     chunk = max(1, min(geo.n, ELEMENTS_PER_CHUNK // (plane * max(geo.c, geo.c_out))))
     tail = int(offsets[-1])   # rows past the chunk that its last (dropped) positions read
     ph, pw = geo.padding
-    bias = np.zeros(geo.c_out, x.dtype) if b is None else b.reshape(-1).astype(x.dtype)
     for n0 in range(0, geo.n, chunk):
         part = x[n0:n0 + chunk]
         nb = part.shape[0]
         rows = nb * plane
         # zeroed once per call: later chunks rewrite only the interior
         xp = geo.scratch("taps_input", (rows + tail, geo.c), x.dtype, zero=True)
-        _to_bordered(part[:, :, :geo.hin, :geo.win], xp, geo.hp, geo.wp, ph, pw)
+        xp[:rows].reshape(nb, geo.hp, geo.wp, geo.c)[:, ph:ph + geo.hin, pw:pw + geo.win] = \
+            part[:, :, :geo.hin, :geo.win].transpose(0, 2, 3, 1)
         prod = geo.scratch("taps_output", (rows, geo.c_out), x.dtype)
         _tap_products(xp, wt, prod, offsets, ROW_BLOCK)
-        _from_bordered(prod, res[n0:n0 + nb], geo.hp, geo.wp, bias, b is not None)
+        planes = prod.reshape(nb, geo.hp, geo.wp, geo.c_out)[:, :geo.ho, :geo.wo] \
+            .transpose(0, 3, 1, 2)
+        dst = res[n0:n0 + nb]
+        if b is None:
+            dst[...] = planes
+        else:
+            np.add(planes, b.reshape(geo.c_out, 1, 1), out=dst)
