@@ -106,6 +106,13 @@ def _ufunc_operands(inputs: list[Any], compute: D.dtype) -> list[Any] | None:
     return arrays
 
 
+def _unscaled(params: tuple, compute: D.dtype) -> bool:
+    """Whether add/sub's ``alpha * b`` is ``b`` itself (NumPy's ufunc may then run): alpha 1
+    on real dtypes. PyTorch multiplies a complex b by alpha even when it is 1, so an
+    infinite part next to a NaN one spreads NaN ((nan - inf j) (1 + 0j) is nan + nan j)."""
+    return not params or (params[0] == 1 and not compute.is_complex)
+
+
 def _kernel_source(op: OpDef, pattern: tuple[bool, ...], ndim: int, parallel: bool,
                    fixed: tuple = ()) -> str:
     """Source of one kernel: pattern[i] says whether input i is an array (else a scalar);
@@ -268,7 +275,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 if not contiguous:
                     o = memory_flat(out)
                 if ufunc is not None and compute in _UFUNC_DTYPES and \
-                        (not params or params[0] == 1) and n < PARALLEL_THRESHOLD:
+                        _unscaled(params, compute) and n < PARALLEL_THRESHOLD:
                     _quiet_ufunc(ufunc, arrays, o if o.ndim == 1 else o.reshape(-1))
                     return
                 par = goes_parallel(n)
@@ -285,7 +292,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
                 fn(o if o.ndim == 1 else o.reshape(-1), *arrays, *params)
                 return
         if ufunc is not None and compute in _UFUNC_DTYPES and out._dtype is compute and \
-                (not params or params[0] == 1) and o.size < PARALLEL_THRESHOLD:
+                _unscaled(params, compute) and o.size < PARALLEL_THRESHOLD:
             # Broadcast or strided small operands: NumPy's broadcasting loops, the same IEEE
             # operation (the Numba path's views and strided kernel cost ~25 us at 64x64)
             arrays = _ufunc_operands(inputs, compute)
@@ -383,7 +390,7 @@ def make_kernel(op: OpDef) -> Callable[..., None]:
         those through its narrowing rule), alpha 1. NumPy's and ml_dtypes' 16-bit loops
         compute each operation in float and round once, as PyTorch's kernels do. None where
         ``run`` must serve."""
-        if params and params[0] != 1:
+        if not _unscaled(params, compute):
             return None
         shape = None
         arrays = []

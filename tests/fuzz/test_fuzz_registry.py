@@ -452,6 +452,13 @@ INTENDED: list[Intended] = [
              "on libstdc++'s insertion/introsort steps; gputensor sorts NaN last, as unique() "
              "without dim does", lambda c, d: c.kwargs.get("dim") is not None
              and _floating_nan(c, d)),
+    Intended("logcumsumexp", "mismatch", r"values differ", "complex values with a huge "
+             "part (1e30): the phase of exp there is rounding noise, and gputensor's log-step "
+             "scan (pairs, then pairs of pairs) associates the logaddexps differently from "
+             "PyTorch's sequential loop, so later elements take another rounding-bound phase "
+             "(mpmath's exact value is neither: seed 16411's third element is 0.52 + 2.74j, "
+             "PyTorch's -0.141 + 4.380j, gputensor's -0.160 + 4.457j)",
+             lambda c, d: _has_dtype(c, "complex64", "complex128") and _has_huge(c, d)),
     Intended("trapezoid", "mismatch", r"values differ",
              "PyTorch's integer trapezoid subtracts the end halves after an integer sum that "
              "wraps (uint8 [128] gives 64); gputensor gives the exact 0",

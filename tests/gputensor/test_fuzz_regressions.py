@@ -1803,3 +1803,17 @@ def test_norm_of_a_0d_tensor_over_an_explicit_dim_is_computed(dim: object, dtype
         same_result(lambda L, d, p=p: L.linalg.vector_norm(t(L, d, value, dtype), ord=p,
                                                            dim=dim), device)
     same_result(lambda L, d: L.norm(t(L, d, value, dtype), dim=dim), device)
+
+
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_complex_add_sub_scale_by_alpha_even_when_it_is_one(op: str, device: str) -> None:
+    """Fuzz seed 16211: PyTorch computes a +- alpha * b with a complex multiply even for
+    alpha 1, so b = nan - inf j becomes nan + nan j (and 1 - inf j a NaN real part)."""
+    a_vals = [3 - 1e30j, 1 + 2j, 0.5 - 0.25j]
+    b_vals = [complex(math.nan, -math.inf), complex(1, -math.inf), complex(math.inf, 1)]
+    for alpha in ({}, {"alpha": 1}, {"alpha": 2}):
+        same_result(lambda L, d, kw=alpha: getattr(L, op)(t(L, d, a_vals, "complex64"),
+                                                          t(L, d, b_vals, "complex64"), **kw),
+                    device)
+    same_result(lambda L, d: t(L, d, a_vals, "complex64") - t(L, d, b_vals, "complex64"),
+                device)
