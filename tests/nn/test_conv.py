@@ -146,11 +146,14 @@ def test_conv2d_batch_chunks(monkeypatch, kw, shape, w_shape):
     ({"padding": 3}, (2, 4, 3, 3), (3, 4, 3, 3)),           # padding past the taps' reach
     ({"stride": 2, "padding": 1}, (3, 8, 7, 6), (6, 8, 3, 3)),   # strided: no adjoint
     ({"stride": (1, 2), "padding": 1}, (2, 6, 5, 8), (3, 6, 2, 3)),
+    ({"stride": 2, "padding": 1}, (2, 16, 20, 18), (8, 16, 3, 3)),   # strided, 90 positions
+    ({"stride": (2, 3), "dilation": 2}, (2, 17, 23, 25), (5, 17, 3, 2)),
 ])
 def test_conv2d_small_planes_channels_last(monkeypatch, chunked, kw, shape, w_shape):
-    """Small planes with a few channels take the channels-last columns (one product per
-    chunk, the input gradient as the adjoint convolution where the stride is 1): forward and
-    both gradients as PyTorch's, whole-batch and one sample per chunk."""
+    """Small planes with a few channels, and strided convolutions of 16+ channels, take the
+    channels-last columns (one product per chunk, the input gradient as the adjoint
+    convolution where the stride is 1): forward and both gradients as PyTorch's, whole-batch
+    and one sample per chunk."""
     from gputensor.kernels.cpu import conv as cpu_conv
     from gputensor.kernels.cpu import conv_small
 
