@@ -30,6 +30,7 @@ import numpy as np
 
 from gputensor import _dtype as D
 from gputensor._tensor import Tensor
+from gputensor._threads import granted_threads
 from gputensor.kernels.allocation import wrap_cpu
 
 from ..reduce import REDUCTIONS, Reduction, norm_reduction
@@ -47,6 +48,8 @@ _NUMBA_COMPUTE = {np.dtype(D.float16.np_dtype): np.float32,
 
 
 def _threads() -> int:
+    """The threads the block layout is planned for: the pool's size, fixed per process, so
+    results do not change with set_num_threads (use_threads only picks who runs the blocks)."""
     return numba.config.NUMBA_NUM_THREADS
 
 
@@ -178,9 +181,10 @@ def direct_target(result: np.ndarray, p: Plan) -> np.ndarray | None:
 
 
 def use_threads(n: int) -> bool:
-    """Run the parallel variant for ``n`` elements? By size only, so results never depend on
-    the machine's load (both variants combine the same fixed blocks in the same order)."""
-    return n >= PARALLEL_THRESHOLD and _threads() >= 2
+    """Run the parallel variant for ``n`` elements? By size and the threads granted (a prange
+    on one thread only costs more), never by the machine's load; both variants combine the
+    same fixed blocks in the same order, so the result is the same either way."""
+    return n >= PARALLEL_THRESHOLD and granted_threads() >= 2
 
 
 def _parallel(p: Plan) -> bool:

@@ -143,3 +143,27 @@ def test_full_reductions_stay_visible_to_the_profiler() -> None:
         a.mean()
     keys = {r.key for r in prof.key_averages()}
     assert {"sum", "mean"} <= keys
+
+
+def test_large_reductions_do_not_change_with_the_thread_count() -> None:
+    """The block layout is planned for the pool's size; set_num_threads(1) runs the same
+    blocks serially (no prange on one thread), so every bit of the result is the same."""
+    import numba
+
+    rng = np.random.default_rng(0)
+    x = gt.from_numpy(rng.random(1 << 20, dtype=np.float32))
+    m = gt.from_numpy(rng.random((2048, 1024), dtype=np.float32))
+
+    def results():
+        return [x.sum().numpy(), m.sum(0).numpy(), m.sum(1).numpy(), m.std(0).numpy(),
+                m.amax(1).numpy()]
+    before = gt.get_num_threads()
+    try:
+        gt.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+        many = results()
+        gt.set_num_threads(1)
+        one = results()
+    finally:
+        gt.set_num_threads(before)
+    for a, b in zip(many, one, strict=True):
+        np.testing.assert_array_equal(a, b)
