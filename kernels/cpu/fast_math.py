@@ -145,9 +145,10 @@ _EXP_P = _coefs(0.0013820661697536707, 0.008368674665689468, 0.04166826605796814
 _LOG1P_P = _coefs(-7.645149528980255e-2, 0.12778355181217194, -0.13164228200912476,
                   0.1419983208179474, -0.16622774302959442, 0.20001284778118134,
                   -0.25000837445259094, 0.3333333134651184)
-# erf(x) = x + x q(x^2) for |x| < 0.625; log erfc(a) on [0.625, 3.93]
+# tanh(x) / x on |x| < 0.625, in x^2
 _TANH_SMALL = _coefs(-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2,
-                     1.33314422036e-1, -3.33332819422e-1, 1.0)   # tanh(x) / x, |x| < 0.625
+                     1.33314422036e-1, -3.33332819422e-1, 1.0)
+# erf(x) = x + x q(x^2) for |x| < 0.625; log erfc(a) on [0.625, 3.93]
 _ERF_MID = _coefs(4.435705952346325e-3, -2.659551613032818e-2, 0.11279930174350739,
                   -0.37612444162368774, 0.12837915122509003)
 _LOG_ERFC = _coefs(2.212109393440187e-4, -3.276440780609846e-3, 2.309829369187355e-2,
@@ -218,15 +219,22 @@ def _scale(ni, m):
 
 
 @njit(inline="always", error_model="numpy")
+def _exp_parts(x):
+    """(n, exp(r)) with x = n ln2 + r, |r| <= ln2/2, n an int32, for |x| < 2^21: n rounded as
+    in _exp_reduce, exp(r) one polynomial."""
+    k = fmuladd(x, _LOG2E, _ROUNDER)
+    n = k - _ROUNDER
+    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, x))
+    return bits_from_float(k) - _ROUNDER_BITS, _horner(r, _EXP_P)
+
+
+@njit(inline="always", error_model="numpy")
 def _exp_core(x):
     """exp(x) for a non-NaN x (infinities included): x clamped to [-104, 89], where the result
-    is already 0 or inf, then 2^n exp(r) with exp(r) one polynomial; the scaling rounds once,
-    so subnormal results are exact to half an ulp and 2^128 overflows to inf. No NaN rule."""
-    c = min(max(x, _F(-104.0)), _F(89.0))
-    k = fmuladd(c, _LOG2E, _ROUNDER)
-    n = k - _ROUNDER
-    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, c))
-    return _scale(bits_from_float(k) - _ROUNDER_BITS, _horner(r, _EXP_P))
+    is already 0 or inf, then 2^n exp(r); the scaling rounds once, so subnormal results are
+    exact to half an ulp and 2^128 overflows to inf. No NaN rule."""
+    ni, p = _exp_parts(min(max(x, _F(-104.0)), _F(89.0)))
+    return _scale(ni, p)
 
 
 @njit(inline="always", error_model="numpy")
@@ -239,10 +247,8 @@ def exp_f32(x):
 @njit(inline="always", error_model="numpy")
 def _exp_normal(x):
     """exp(x) for x in [-87, 88] (a normal result), NaN-free."""
-    k = fmuladd(x, _LOG2E, _ROUNDER)
-    n = k - _ROUNDER
-    r = fmuladd(n, -_LN2_LO, fmuladd(n, -_LN2_HI, x))
-    return _horner(r, _EXP_P) * _pow2(bits_from_float(k) - _ROUNDER_BITS)
+    ni, p = _exp_parts(x)
+    return p * _pow2(ni)
 
 
 @njit(inline="always", error_model="numpy")
